@@ -1,0 +1,1 @@
+"""A KernelBench-style harness: judge candidate kernels (ModelNew) against reference problems (Model)."""

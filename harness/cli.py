@@ -1,0 +1,160 @@
+"""Command line: python run.py --problem sigmoid [...]; python run.py list; python run.py report DIR."""
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import datetime
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from harness import discover, report, runner, store
+from harness.config import ConfigError, build_config
+from harness.records import Result
+
+EXAMPLES = """examples:
+  python run.py --problem sigmoid                       every candidate in solutions/sigmoid/
+  python run.py --problem sigmoid --device cpu --set batch_size=32 --set dim=2048
+  python run.py --problem hardsigmoid --solution my_kernel.py --out results/try1
+  python run.py --problem sigmoid --solution answer.md  an LLM response: its last ModelNew code block
+  python run.py --problem sigmoid --gate --min-speedup 1.0   exit 1 unless every candidate passes
+  python run.py list                                    problems, their constants and candidates
+  python run.py report results/RUN                      rebuild the tables of a run from results.jsonl
+
+exit status: 0 the evaluation ran (whatever the verdicts); 1 --gate failed; 2 usage or config error.
+statuses: correct, incorrect, compile_error, runtime_error, timeout, crash, skipped (with the reason)."""
+
+
+def run_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="run.py", description="Check and time candidate kernels (ModelNew) against reference problems (Model).",
+        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--problem", action="append", required=True, metavar="NAME_OR_PATH",
+                        help="problem name (problems/NAME.py), file or directory; repeatable")
+    parser.add_argument("--solution", action="append", metavar="PATH",
+                        help="candidate file (.py, or a .txt/.md LLM response); default: solutions/<problem>/*")
+    parser.add_argument("--device", help="auto (default), cpu, cuda or cuda:N")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="override a module constant of the problem and candidate, e.g. --set batch_size=32")
+    parser.add_argument("--config", metavar="FILE", help="YAML config layered over configs/default.yaml")
+    parser.add_argument("--timeout", type=float, metavar="S", help="seconds per worker request (default from config)")
+    parser.add_argument("--out", metavar="DIR", help="run directory (default: results/<run-name>/)")
+    parser.add_argument("--resume", action="store_true", help="skip pairs whose key is already in DIR/results.jsonl")
+    parser.add_argument("--gate", action="store_true", help="exit 1 when any candidate is not correct or too slow")
+    parser.add_argument("--min-speedup", type=float, default=None, metavar="X", help="with --gate: minimum speedup")
+    return parser
+
+
+def fail(message: str) -> int:
+    Console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False)
+    return 2
+
+
+def main(argv=None) -> int:
+    """Dispatch to a subcommand or run an evaluation; return the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["list"]:
+        return list_command(argv[1:])
+    if argv[:1] == ["report"]:
+        return report_command(argv[1:])
+    args = run_parser().parse_args(argv)
+    try:
+        return evaluate(args, argv)
+    except (ConfigError, discover.DiscoveryError, runner.UsageError) as exc:
+        return fail(str(exc))
+
+
+def evaluate(args, argv: list) -> int:
+    """Resolve pairs and config, run every pair, print the table."""
+    config = build_config(args.config, {"device": args.device, "timeout": args.timeout})
+    if args.min_speedup is not None and not args.gate:
+        raise discover.DiscoveryError("--min-speedup needs --gate")
+    overrides = discover.parse_set(args.set)
+    pairs = discover.find_pairs(args.problem, args.solution)
+    for path in sorted({p.problem_path for p in pairs}):
+        discover.check_overrides(path, overrides)
+    env = runner.probe_environment()
+    device = runner.resolve_device(config["device"], env)
+    run_dir = Path(args.out) if args.out else Path(config["results_dir"]) / default_run_name(args.problem)
+    if args.resume and not args.out:
+        raise discover.DiscoveryError("--resume needs --out DIR (the run to resume)")
+    ctx = runner.new_context(config, device, overrides, run_dir, env)
+    runner.write_meta(ctx, env, argv)
+    console = report.wide_console()
+    console.print(f"{len(pairs)} pair(s) on [bold]{device}[/] ({', '.join(env['gpus']) or 'no GPU'}), "
+                  f"torch {env['torch']} -> {run_dir}/", highlight=False)
+    results = run_with_progress(pairs, ctx, args.resume, console)
+    report.print_summary(results, run_dir, console)
+    return gate_status(results, args) if args.gate else 0
+
+
+def run_with_progress(pairs: list, ctx, resume: bool, console: Console) -> list[Result]:
+    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
+    with Progress(*columns, console=console, transient=True) as progress:
+        task = progress.add_task("starting", total=len(pairs))
+
+        def started(pair):
+            progress.update(task, description=f"judging {pair.problem}/{pair.solution}")
+
+        def finished(results):
+            progress.advance(task)
+            last = results[-1]
+            console.print(f"  {last.problem}/{last.solution}: {last.status}", highlight=False)
+            report.write_tables(ctx.run_dir, load_results(ctx.run_dir))
+
+        return runner.run_pairs(pairs, ctx, resume, started, finished)
+
+
+def load_results(run_dir: Path) -> list[Result]:
+    """The run's results.jsonl as Results, the last record of each key winning."""
+    records, _ = store.read_jsonl(Path(run_dir) / "results.jsonl")
+    latest = {r.get("key") or id(r): Result.from_dict(r) for r in records}
+    return list(latest.values())
+
+
+def gate_status(results: list[Result], args) -> int:
+    """1 when any candidate is not correct or is under --min-speedup."""
+    failing = [r for r in results if r.status != "correct"
+               or (args.min_speedup is not None and (r.speedup or 0) < args.min_speedup)]
+    for r in failing:
+        Console(stderr=True).print(f"gate: {r.problem}/{r.solution}: {r.status} speedup={r.speedup}", highlight=False)
+    return 1 if failing else 0
+
+
+def default_run_name(problems: list) -> str:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    names = "+".join(Path(p).stem for p in problems)[:60]
+    return f"{stamp}-{names}"
+
+
+def list_command(argv: list) -> int:
+    """Print every problem in problems/ with its constants and candidates."""
+    argparse.ArgumentParser(prog="run.py list", description="List problems and their candidates.").parse_args(argv)
+    console = report.wide_console()
+    for path in sorted(discover.PROBLEMS_DIR.glob("*.py")):
+        constants = discover.module_constants(path.read_text())
+        folder = discover.SOLUTIONS_DIR / path.stem
+        candidates = sorted(p.name for p in folder.glob("*") if p.suffix in discover.SOLUTION_SUFFIXES)
+        shown = ", ".join(f"{k}={v}" for k, v in constants.items())
+        console.print(f"[bold]{path.stem}[/]  {shown}\n    candidates: {', '.join(candidates) or '(none)'}",
+                      highlight=False)
+    return 0
+
+
+def report_command(argv: list) -> int:
+    """Rebuild a run's tables from its results.jsonl alone."""
+    parser = argparse.ArgumentParser(prog="run.py report", description="Rebuild tables from DIR/results.jsonl.")
+    parser.add_argument("dir")
+    args = parser.parse_args(argv)
+    path = Path(args.dir) / "results.jsonl"
+    if not path.is_file():
+        return fail(f"no results.jsonl in '{args.dir}'")
+    records, torn = store.read_jsonl(path)
+    results = load_results(Path(args.dir))
+    report.write_tables(Path(args.dir), results)
+    console = report.wide_console()
+    if torn:
+        console.print(f"[yellow]ignored {torn} torn or unreadable line(s) in {path}[/]")
+    report.print_summary(results, Path(args.dir), console)
+    return 0

@@ -1,0 +1,150 @@
+"""Run configuration: configs/default.yaml < --config FILE < command-line flags, validated."""
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+
+DEFAULT_PATH = Path(__file__).resolve().parent.parent / "configs" / "default.yaml"
+DTYPES = ("float32", "float16", "bfloat16", "float64")
+# Keys that say where files go, not what is measured: left out of the config hash.
+UNHASHED = ("results_dir", "build_cache_dir", "output_limit_bytes")
+
+
+class ConfigError(ValueError):
+    """A bad configuration: the CLI prints it and exits 2."""
+
+
+def load_defaults() -> dict[str, Any]:
+    """The defaults, read from configs/default.yaml (the file that documents them)."""
+    return read_yaml(DEFAULT_PATH)
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    """Parse a YAML mapping, turning every failure into a ConfigError."""
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"Config file not found: {path}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"Config file {path} is not valid YAML: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"Config file {path} must hold a mapping of keys to values")
+    return data
+
+
+def build_config(config_file: Optional[str] = None, overrides: Optional[dict] = None) -> dict[str, Any]:
+    """Merge defaults, an optional YAML file and CLI overrides; validate the result."""
+    config = load_defaults()
+    layers = []
+    if config_file:
+        layers.append((f"config file {config_file}", read_yaml(Path(config_file))))
+    layers.append(("command line", {k: v for k, v in (overrides or {}).items() if v is not None}))
+    for origin, layer in layers:
+        for key, value in layer.items():
+            if key not in config:
+                raise ConfigError(f"Unknown config key '{key}' in {origin}. {suggest(key, config)}")
+            config[key] = validate_value(key, value, config[key], origin)
+    check_relations(config)
+    return config
+
+
+def suggest(word: str, choices) -> str:
+    """'Did you mean ...?' for a misspelt name, or the list of valid names."""
+    import difflib
+
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    if close:
+        return f"Did you mean '{close[0]}'?"
+    return "Valid keys: " + ", ".join(sorted(choices))
+
+
+def validate_value(key: str, value: Any, default: Any, origin: str) -> Any:
+    """Check one value against the type of its default and the key's own rule."""
+    if key == "tolerances":
+        return validate_tolerances(value, default, origin)
+    if key == "problem_tolerances":
+        return validate_problem_tolerances(value, origin)
+    if key == "device":
+        return validate_device(value, origin)
+    expected = type(default)
+    if expected is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if type(value) is not expected:
+        raise ConfigError(
+            f"Bad value for '{key}' in {origin}: {value!r} (expected {expected.__name__})"
+        )
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+        raise ConfigError(f"Bad value for '{key}' in {origin}: {value!r} (must not be negative)")
+    return value
+
+
+def validate_device(value: Any, origin: str) -> str:
+    """A device is auto, cpu, cuda or cuda:N."""
+    if not isinstance(value, str) or not re.fullmatch(r"auto|cpu|cuda(:\d+)?", value):
+        raise ConfigError(f"Bad value for 'device' in {origin}: {value!r} (expected auto, cpu, cuda or cuda:N)")
+    return value
+
+
+def validate_tolerance_pair(where: str, pair: Any, origin: str) -> dict[str, float]:
+    """One {atol, rtol} mapping of non-negative numbers."""
+    if not isinstance(pair, dict) or set(pair) - {"atol", "rtol"}:
+        raise ConfigError(f"Bad tolerance for {where} in {origin}: {pair!r} (expected {{atol: X, rtol: Y}})")
+    out = {}
+    for name, number in pair.items():
+        if isinstance(number, bool) or not isinstance(number, (int, float)) or number < 0:
+            raise ConfigError(f"Bad {name} for {where} in {origin}: {number!r} (expected a number >= 0)")
+        out[name] = float(number)
+    return out
+
+
+def validate_tolerances(value: Any, default: dict, origin: str) -> dict:
+    """Per-dtype tolerances; a partial mapping updates the defaults."""
+    if not isinstance(value, dict):
+        raise ConfigError(f"Bad value for 'tolerances' in {origin}: expected a mapping of dtype to {{atol, rtol}}")
+    merged = copy.deepcopy(default)
+    for dtype, pair in value.items():
+        if dtype not in DTYPES:
+            raise ConfigError(f"Unknown dtype '{dtype}' in tolerances ({origin}); known: {', '.join(DTYPES)}")
+        merged[dtype] = {**merged.get(dtype, {}), **validate_tolerance_pair(dtype, pair, origin)}
+    return merged
+
+
+def validate_problem_tolerances(value: Any, origin: str) -> dict:
+    """Per-problem {atol, rtol} overrides keyed by problem name."""
+    if not isinstance(value, dict):
+        raise ConfigError(f"Bad value for 'problem_tolerances' in {origin}: expected a mapping")
+    return {str(name): validate_tolerance_pair(f"problem {name}", pair, origin) for name, pair in value.items()}
+
+
+def check_relations(config: dict) -> None:
+    """Rules that tie two keys together."""
+    if config["min_rounds"] < 2:
+        raise ConfigError("min_rounds must be at least 2 (a CI needs several rounds)")
+    if config["max_rounds"] < config["min_rounds"]:
+        raise ConfigError("max_rounds must be >= min_rounds")
+    if config["trials"] + config["wide_trials"] < 1:
+        raise ConfigError("trials + wide_trials must be at least 1")
+    if config["timeout"] <= 0 or config["compile_timeout"] <= 0:
+        raise ConfigError("timeout and compile_timeout must be positive")
+
+
+def tolerance_for(config: dict, problem: str, dtype: str) -> dict[str, float]:
+    """The tolerance for one problem and output dtype: a per-problem override wins."""
+    if problem in config["problem_tolerances"]:
+        return {**config["tolerances"].get(dtype, config["tolerances"]["float32"]), **config["problem_tolerances"][problem]}
+    return config["tolerances"].get(dtype, config["tolerances"]["float32"])
+
+
+def config_hash(config: dict) -> str:
+    """A short hash of everything in the config that can change a result."""
+    relevant = {k: v for k, v in config.items() if k not in UNHASHED}
+    blob = json.dumps(relevant, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]

@@ -1,0 +1,326 @@
+"""The trusted process of one pair: reference outputs, the worker, comparisons, guards and statistics.
+
+It imports the problem, never the candidate. Usage: python -m harness.judge JOB.json
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from harness import check, inputs as inputs_mod, timing
+from harness.config import tolerance_for
+from harness.load import load_module
+from harness.records import Result, Status, failure, one_line
+from harness.sandbox import Sandbox, WorkerFailure
+from harness.store import write_atomic
+
+# Messages that mean "this needs a GPU", not "this is broken", when running on the CPU.
+NO_CUDA = re.compile(r"not compiled with CUDA|CUDA_HOME|no CUDA GPUs|NVIDIA driver|cuda_runtime|nvcc|"
+                     r"Cannot access accelerator|CUDA (driver|runtime|support|is not available)", re.I)
+
+
+class Verdict(Exception):
+    """Ends the judging of a pair early with a status (the run goes on)."""
+
+    def __init__(self, status: Status, error: str, *flags: str):
+        super().__init__(error)
+        self.status, self.error, self.flags = status, error, list(flags)
+
+
+class PairJudge:
+    """Judges one (problem, candidate) pair on one device."""
+
+    def __init__(self, job: dict):
+        self.job, self.cfg = job, job["config"]
+        self.device = torch.device(job["device"])
+        self.result = Result(problem=job["problem"], solution=job["solution"], status=Status.CORRECT.value,
+                             device=str(self.device), gpu=gpu_name(self.device))
+        self.sandbox = None
+        self.truth_model = None
+
+    # -- the reference side ------------------------------------------------------------------------
+
+    def load_reference(self) -> None:
+        """Import the problem with --set overrides and build Model under the init seed."""
+        try:
+            source = Path(self.job["problem_path"]).read_text()
+            self.problem = load_module(source, self.job["problem_path"], "problem_module", self.job["overrides"])
+            for name in ("Model", "get_inputs", "get_init_inputs"):
+                if not hasattr(self.problem, name):
+                    raise inputs_mod.ProblemError(f"defines no {name}")
+        except Exception as exc:
+            raise Verdict(Status.COMPILE_ERROR, f"problem file: {type(exc).__name__}: {exc}") from None
+        try:
+            self.init_args = inputs_mod.init_inputs(self.problem)
+            torch.manual_seed(self.cfg["init_seed"])
+            with torch.device(self.device):
+                self.model = self.problem.Model(*self.init_args)
+            self.model = self.model.to(self.device).eval()
+        except Exception as exc:
+            raise Verdict(Status.RUNTIME_ERROR, f"problem's Model(...) raised {type(exc).__name__}: {exc}") from None
+
+    def reference(self, inputs: list, count_flops: bool = False):
+        """The reference output (FLOPs counted on request)."""
+        try:
+            with torch.no_grad():
+                if not count_flops:
+                    return self.model(*inputs)
+                from torch.utils.flop_counter import FlopCounterMode
+
+                with FlopCounterMode(display=False) as counter:
+                    out = self.model(*inputs)
+                self.flops = counter.get_total_flops()
+                return out
+        except Exception as exc:
+            raise Verdict(Status.RUNTIME_ERROR, f"problem's forward raised {type(exc).__name__}: {exc}") from None
+
+    def truth(self, inputs: list, ref_out):
+        """The float64 ground truth, where it fits in memory and the model runs in float64."""
+        if not self.cfg["fp64_truth"]:
+            return None
+        need = 2 * (inputs_mod.nbytes(inputs) + inputs_mod.nbytes(ref_out) + param_bytes(self.model))
+        if need > self.cfg["fp64_memory_fraction"] * free_memory(self.device):
+            return None
+        try:
+            if self.truth_model is None:
+                import copy
+
+                self.truth_model = copy.deepcopy(self.model).double()
+            as64 = [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
+            with torch.no_grad():
+                return self.truth_model(*as64)
+        except Exception:  # a model that pins its own dtypes has no float64 form: no truth then
+            return None
+
+    # -- the candidate side ------------------------------------------------------------------------
+
+    def start_worker(self) -> None:
+        """Start the worker, import the candidate (timing the build) and construct ModelNew."""
+        env = {"TORCH_EXTENSIONS_DIR": self.job["build_dir"]}
+        if self.device.type == "cuda" and "TORCH_CUDA_ARCH_LIST" not in os.environ:
+            major, minor = torch.cuda.get_device_capability(self.device)
+            env["TORCH_CUDA_ARCH_LIST"] = f"{major}.{minor}"  # build for this GPU only: much faster
+        self.sandbox = Sandbox((str(self.device), self.cfg["cold_cache"]), env,
+                               self.cfg["output_limit_bytes"], self.cfg["kill_grace_s"])
+        start = time.monotonic()
+        self.expect_ok(self.sandbox.request(
+            "import", self.cfg["compile_timeout"], path=self.job["solution_path"],
+            source=self.job["solution_source"], module_name="candidate_module", overrides=self.job["overrides"]))
+        self.result.compile_s = round(time.monotonic() - start, 3)
+        state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}  # a copy: ours stays private
+        self.expect_ok(self.sandbox.request("construct", self.cfg["timeout"], init_args=self.init_args,
+                                            init_seed=self.cfg["init_seed"], state_dict=state))
+
+    def expect_ok(self, reply):
+        """The payload of an 'ok' reply; an error reply ends the pair with its status."""
+        if reply[0] == "ok":
+            return reply[1]
+        status, message = Status(reply[1]), reply[2]
+        if self.device.type == "cpu" and NO_CUDA.search(message):
+            raise Verdict(Status.SKIPPED, f"needs a CUDA GPU, device is cpu ({message})")
+        raise Verdict(status, message)
+
+    def run_candidate(self, shared: list, ref_out) -> dict:
+        """One candidate call on the shared inputs; its reply, structure-checked."""
+        sizes = [check.items(ref_out)[i].numel() * check.items(ref_out)[i].element_size()
+                 for i in range(len(check.items(ref_out)))]
+        reply = self.expect_ok(self.sandbox.request("run", self.cfg["timeout"], inputs=shared, poison_sizes=sizes))
+        problem = check.structure_problem(ref_out, reply)
+        if problem:
+            raise Verdict(Status.INCORRECT, problem)
+        return reply
+
+    # -- correctness -------------------------------------------------------------------------------
+
+    def check_correctness(self) -> None:
+        """Every trial: fresh secret-seeded inputs, exact structure, tolerances, mutation; then flags."""
+        trials = self.cfg["trials"] + self.cfg["wide_trials"]
+        ref_err = new_err = 0.0
+        for trial in range(trials):
+            wide = trial >= self.cfg["trials"]
+            label = f"trial {trial + 1}/{trials}" + (" (wide inputs)" if wide else "")
+            inputs = self.make_inputs(trial, wide)
+            ref_out = self.reference(inputs, count_flops=trial == 0)
+            if trial == 0:
+                self.bytes_moved = inputs_mod.nbytes(inputs) + param_bytes(self.model) + inputs_mod.nbytes(ref_out)
+            truth = self.truth(inputs, ref_out)
+            shared = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+            try:
+                reply = self.run_candidate(shared, ref_out)
+            except Verdict as verdict:
+                verdict.error = f"{label}: {verdict.error}"
+                raise
+            if check.mutated_inputs(inputs, shared):
+                raise Verdict(Status.INCORRECT, f"{label}: the candidate changed its inputs", "input_mutated")
+            self.compare(ref_out, reply["items"], label)
+            if truth is not None:
+                ref_err, new_err = self.truth_errors(truth, ref_out, reply["items"], ref_err, new_err)
+            if trial == 0:
+                self.first_trial_guards(shared, inputs, reply, ref_out)
+        self.result.trials = trials
+        self.flag_precision(ref_err, new_err)
+
+    def make_inputs(self, trial: int, wide: bool) -> list:
+        seed = inputs_mod.trial_seed(self.job["secret"], self.job["problem"], trial)
+        try:
+            return inputs_mod.make_inputs(self.problem, seed, self.device,
+                                          self.cfg["wide_input_scale"] if wide else None)
+        except Exception as exc:
+            raise Verdict(Status.RUNTIME_ERROR, f"problem's get_inputs() failed: {type(exc).__name__}: {exc}") from None
+
+    def compare(self, ref_out, new_items: list, label: str) -> None:
+        """Each output within tolerance; the worst errors are kept for the result."""
+        for i, (ref, new) in enumerate(zip(check.items(ref_out), new_items)):
+            tol = tolerance_for(self.cfg, self.job["problem"], str(ref.dtype).replace("torch.", ""))
+            verdict = check.compare(ref, new, tol["atol"], tol["rtol"], self.cfg["compare_chunk_elems"])
+            self.result.max_abs_err = max(self.result.max_abs_err or 0.0, verdict.max_abs_err)
+            self.result.max_rel_err = max(self.result.max_rel_err or 0.0, verdict.max_rel_err)
+            if not verdict.ok:
+                prefix = f"{label}: " + (f"output {i}: " if len(new_items) > 1 else "")
+                raise Verdict(Status.INCORRECT, prefix + verdict.reason)
+
+    def truth_errors(self, truth, ref_out, new_items, ref_err: float, new_err: float):
+        """Running maxima of the reference's and the candidate's normalized error against float64."""
+        for t, ref, new in zip(check.items(truth), check.items(ref_out), new_items):
+            tol = tolerance_for(self.cfg, self.job["problem"], str(ref.dtype).replace("torch.", ""))
+            args = (tol["atol"], tol["rtol"], self.cfg["compare_chunk_elems"])
+            ref_err = max(ref_err, check.normalized_error(ref, t, *args))
+            new_err = max(new_err, check.normalized_error(new, t, *args))
+        self.result.ref_err_vs_fp64, self.result.new_err_vs_fp64 = ref_err, new_err
+        return ref_err, new_err
+
+    def flag_precision(self, ref_err: float, new_err: float) -> None:
+        """reduced_precision: far less accurate than the reference and a visible share of the tolerance."""
+        if new_err > 0.01 and new_err > self.cfg["reduced_precision_ratio"] * ref_err:
+            self.result.flags.append("reduced_precision")
+
+    def first_trial_guards(self, shared: list, inputs: list, reply: dict, ref_out) -> None:
+        """Aliasing (outputs that change when inputs are overwritten) and run-to-run determinism."""
+        if check.aliases_input(reply["items"], shared, inputs):
+            self.result.flags.append("output_aliases_input")
+        again = self.run_candidate(shared, ref_out)
+        if not all(check.same_bits(a, b) for a, b in zip(reply["items"], again["items"])):
+            self.result.flags.append("nondeterministic")
+
+    # -- timing ------------------------------------------------------------------------------------
+
+    def time_pair(self) -> None:
+        """Reference (here) and candidate (in the worker) in alternating rounds, random order within each."""
+        cfg = self.cfg
+        private = self.make_inputs(cfg["trials"] + cfg["wide_trials"], wide=False)
+        shared = [x.clone() if isinstance(x, torch.Tensor) else x for x in private]
+        self.expect_ok(self.sandbox.request("set_timing_inputs", cfg["timeout"], inputs=shared))
+        timer = timing.Timer(self.device, cfg["cold_cache"])
+
+        def ref_call():
+            with torch.no_grad():
+                return self.model(*private)
+
+        timer.warm_up(ref_call, cfg["warmup"])
+        self.expect_ok(self.sandbox.request("warmup", cfg["timeout"], calls=cfg["warmup"]))
+        ref_ms, new_ms = [], []
+        order = random.Random(self.job["secret"])
+        while len(ref_ms) < cfg["max_rounds"] and min(sum(ref_ms), sum(new_ms)) < cfg["max_timing_s"] * 1e3:
+            for side in order.sample(["ref", "new"], 2):
+                if side == "ref":
+                    ref_ms.append(timer.time_call(ref_call))
+                else:
+                    new_ms.append(self.expect_ok(self.sandbox.request("time", cfg["timeout"], calls=1))[0])
+            enough = len(ref_ms) >= cfg["min_rounds"] and min(sum(ref_ms), sum(new_ms)) >= cfg["min_timing_s"] * 1e3
+            if enough and len(ref_ms) % 5 == 0 and self.tight(ref_ms, new_ms):
+                break
+        self.record_timing(ref_ms, new_ms, self.tight(ref_ms, new_ms), timer.name)
+
+    def tight(self, ref_ms: list, new_ms: list) -> bool:
+        """Is the speedup's bootstrap CI within the target?"""
+        stats = timing.speedup_with_ci(ref_ms, new_ms, self.cfg["bootstrap_samples"])
+        return timing.ci_is_tight(stats, self.cfg["target_ci_pct"])
+
+    def record_timing(self, ref_ms: list, new_ms: list, tight: bool, timer_name: str) -> None:
+        """Statistics, roofline figures and timing flags from the raw samples."""
+        stats = timing.speedup_with_ci(ref_ms, new_ms, self.cfg["bootstrap_samples"])
+        for key, value in stats.items():
+            setattr(self.result, key, value)
+        r = self.result
+        r.ref_samples_ms, r.new_samples_ms = ref_ms, new_ms
+        r.timing_rounds, r.timer = len(ref_ms), timer_name
+        r.gbps, r.ref_gbps = self.bytes_moved / (r.new_ms * 1e6), self.bytes_moved / (r.ref_ms * 1e6)
+        if getattr(self, "flops", 0):
+            r.tflops, r.ref_tflops = self.flops / (r.new_ms * 1e9), self.flops / (r.ref_ms * 1e9)
+        if not tight:
+            r.flags.append("noisy_timing")
+        if r.speedup > self.cfg["excessive_speedup"]:
+            r.flags.append("excessive_speedup")
+
+    # -- the whole pair ----------------------------------------------------------------------------
+
+    def run(self) -> Result:
+        """Judge the pair; every path ends in exactly one Result."""
+        try:
+            self.load_reference()
+            self.start_worker()
+            self.check_correctness()
+            self.time_pair()
+        except Verdict as verdict:
+            self.result.status, self.result.error = verdict.status.value, one_line(verdict.error)
+            self.result.flags += verdict.flags
+        except WorkerFailure as failure_:
+            self.result.status, self.result.error = failure_.status, one_line(str(failure_))
+        finally:
+            self.finish()
+        return self.result
+
+    def finish(self) -> None:
+        """Stop the worker, keep its output, and record peak memory of both processes."""
+        worker_info = None
+        if self.sandbox is not None:
+            worker_info = self.sandbox.close()
+            Path(self.job["log_path"]).write_text(self.sandbox.log.text())
+        self.result.peak_mem_mb = {"judge": round(timing.peak_memory_mb(self.device), 1),
+                                   "worker": round(worker_info["peak_mem_mb"], 1) if worker_info else None}
+
+
+def gpu_name(device: torch.device):
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else None
+
+
+def param_bytes(model) -> int:
+    """Bytes of a model's parameters and buffers (the weights a kernel must read)."""
+    if not isinstance(model, torch.nn.Module):
+        return 0
+    return sum(t.numel() * t.element_size() for t in list(model.parameters()) + list(model.buffers()))
+
+
+def free_memory(device: torch.device) -> int:
+    """Free bytes on the device (GPU memory, or the host's available memory)."""
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[0]
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def main(job_path: str) -> None:
+    """Judge the pair a job file describes and write its Result next to it."""
+    job = json.loads(Path(job_path).read_text())
+    torch.backends.cuda.matmul.allow_tf32 = False  # the reference in full float32
+    torch.backends.cudnn.allow_tf32 = False
+    try:
+        result = PairJudge(job).run()
+    except Exception as exc:  # a judge bug still yields a Result, never a silent pair
+        result = failure(job["problem"], job["solution"], Status.CRASH, f"judge error: {type(exc).__name__}: {exc}")
+    write_atomic(Path(job["result_path"]), json.dumps(result.to_dict()))
+    sys.stdout.flush()
+    os._exit(0)  # skip CUDA IPC teardown races at interpreter exit
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

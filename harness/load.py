@@ -1,0 +1,35 @@
+"""Import one source file into a fresh module, with module constants overridden (--set)."""
+from __future__ import annotations
+
+import ast
+import sys
+import types
+from pathlib import Path
+from typing import Any, Optional
+
+
+def override_constants(tree: ast.Module, overrides: dict[str, Any]) -> None:
+    """Replace the value of top-level `NAME = ...` for each overridden NAME, in place."""
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            if name in overrides:
+                node.value = ast.copy_location(ast.Constant(overrides[name]) if not isinstance(
+                    overrides[name], tuple) else ast.parse(repr(overrides[name]), mode="eval").body, node.value)
+    ast.fix_missing_locations(tree)
+
+
+def load_module(source: str, path: Path, module_name: str, overrides: Optional[dict] = None) -> types.ModuleType:
+    """Execute `source` as module `module_name` (registered in sys.modules) and return it."""
+    tree = ast.parse(source, filename=str(path))
+    override_constants(tree, overrides or {})
+    code = compile(tree, str(path), "exec")
+    module = types.ModuleType(module_name)
+    module.__file__ = str(path)
+    sys.modules[module_name] = module  # dataclasses and pickling look modules up by name
+    try:
+        exec(code, module.__dict__)
+    except BaseException:
+        sys.modules.pop(module_name, None)
+        raise
+    return module

@@ -1,0 +1,101 @@
+"""The result schema: statuses, flags and the one Result written per (problem, solution) pair."""
+from __future__ import annotations
+
+import dataclasses
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+SCHEMA_VERSION = 1
+
+
+class Status(str, enum.Enum):
+    """The verdict of one pair; exactly one per Result."""
+
+    CORRECT = "correct"
+    INCORRECT = "incorrect"
+    COMPILE_ERROR = "compile_error"
+    RUNTIME_ERROR = "runtime_error"
+    TIMEOUT = "timeout"
+    CRASH = "crash"
+    SKIPPED = "skipped"
+
+
+# Flags add what is suspicious without deciding the status.
+FLAGS = (
+    "input_mutated",
+    "output_aliases_input",
+    "reduced_precision",
+    "no_custom_kernel",
+    "timer_tampering",
+    "excessive_speedup",
+    "below_roofline",
+    "nondeterministic",
+    "noisy_timing",
+    "throttled",
+)
+
+
+@dataclass
+class Result:
+    """One line of results.jsonl; field names are part of the CLI contract."""
+
+    problem: str
+    solution: str
+    status: str
+    flags: list = field(default_factory=list)
+    error: Optional[str] = None
+    max_abs_err: Optional[float] = None
+    max_rel_err: Optional[float] = None
+    ref_ms: Optional[float] = None
+    new_ms: Optional[float] = None
+    speedup: Optional[float] = None
+    speedup_ci_low: Optional[float] = None
+    speedup_ci_high: Optional[float] = None
+    gbps: Optional[float] = None
+    tflops: Optional[float] = None
+    sol_pct: Optional[float] = None
+    compile_s: Optional[float] = None
+    wall_s: Optional[float] = None
+    device: Optional[str] = None
+    gpu: Optional[str] = None
+    # Provenance and evidence beyond the contract fields.
+    key: Optional[str] = None
+    problem_path: Optional[str] = None
+    solution_path: Optional[str] = None
+    ref_gbps: Optional[float] = None
+    ref_tflops: Optional[float] = None
+    ref_err_vs_fp64: Optional[float] = None
+    new_err_vs_fp64: Optional[float] = None
+    trials: Optional[int] = None
+    timer: Optional[str] = None
+    timing_rounds: Optional[int] = None
+    ref_samples_ms: list = field(default_factory=list)
+    new_samples_ms: list = field(default_factory=list)
+    peak_mem_mb: Optional[dict] = None
+    schema_version: int = SCHEMA_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-ready form, with flags sorted for stable output."""
+        data = dataclasses.asdict(self)
+        data["flags"] = sorted(set(self.flags))
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Result":
+        """Build a Result from a JSON object, ignoring fields this version does not know."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def failure(problem: str, solution: str, status: Status, error: str, **extra: Any) -> Result:
+    """A Result for a pair that did not get as far as a verdict on its numbers."""
+    return Result(problem=problem, solution=solution, status=status.value, error=one_line(error), **extra)
+
+
+def one_line(text: Optional[str], limit: int = 500) -> Optional[str]:
+    """Squash a message to a single bounded line for tables and JSONL."""
+    if text is None:
+        return None
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."

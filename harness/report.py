@@ -1,0 +1,77 @@
+"""Tables from results: speedups.csv (pandas), and the rich table and progress bar of the console."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+
+from harness import store
+from harness.records import Result
+
+CSV_COLUMNS = ["problem", "solution", "status", "flags", "speedup", "speedup_ci_low", "speedup_ci_high",
+               "ref_ms", "new_ms", "max_abs_err", "max_rel_err", "gbps", "tflops", "sol_pct", "compile_s",
+               "wall_s", "device", "gpu", "error"]
+STATUS_STYLE = {"correct": "green", "incorrect": "red", "compile_error": "magenta", "runtime_error": "red",
+                "timeout": "yellow", "crash": "bold red", "skipped": "dim"}
+
+
+def speedups_frame(results: list[Result]) -> pd.DataFrame:
+    """One row per pair, contract columns only, sorted by problem then speedup (fastest first)."""
+    rows = []
+    for r in results:
+        row = {c: getattr(r, c) for c in CSV_COLUMNS}
+        row["flags"] = ";".join(sorted(set(r.flags)))
+        rows.append(row)
+    frame = pd.DataFrame(rows, columns=CSV_COLUMNS)
+    return frame.sort_values(["problem", "speedup", "solution"], ascending=[True, False, True],
+                             na_position="last", kind="mergesort").reset_index(drop=True)
+
+
+def write_tables(run_dir: Path, results: list[Result]) -> None:
+    """Rewrite speedups.csv whole (temporary file + os.replace)."""
+    frame = speedups_frame(results)
+    store.write_atomic(Path(run_dir) / "speedups.csv", frame.to_csv(index=False, float_format="%.6g"))
+
+
+def fmt(value, spec: str) -> str:
+    return "-" if value is None or value != value else format(value, spec)
+
+
+def console_table(results: list[Result], title: str) -> Table:
+    """The rich table printed at the end of a run."""
+    table = Table(title=title, title_justify="left")
+    for name, justify in [("problem", "left"), ("solution", "left"), ("status", "left"), ("ref ms", "right"),
+                          ("new ms", "right"), ("speedup [95% CI]", "right"), ("max abs err", "right")]:
+        table.add_column(name, justify=justify, no_wrap=True)
+    table.add_column("flags / reason", overflow="fold", min_width=24)
+    for r in speedups_rows(results):
+        speed = "-" if r.speedup is None else f"{r.speedup:.3f} [{r.speedup_ci_low:.3f}, {r.speedup_ci_high:.3f}]"
+        notes = ", ".join(sorted(set(r.flags)))
+        if r.error:
+            notes = (notes + "; " if notes else "") + (r.error[:160] + ("..." if len(r.error) > 160 else ""))
+        style = STATUS_STYLE.get(r.status, "")
+        table.add_row(r.problem, r.solution, f"[{style}]{r.status}[/]", fmt(r.ref_ms, ".4g"), fmt(r.new_ms, ".4g"),
+                      speed, fmt(r.max_abs_err, ".2e"), notes)
+    return table
+
+
+def speedups_rows(results: list[Result]) -> list[Result]:
+    """Results in the order of the CSV."""
+    order = {(row.problem, row.solution): i for i, row in speedups_frame(results).iterrows()}
+    return sorted(results, key=lambda r: order.get((r.problem, r.solution), 0))
+
+
+def wide_console(stderr: bool = False) -> Console:
+    """A console at least 160 columns wide when output is not a terminal (logs, CI), so tables stay readable."""
+    console = Console(stderr=stderr)
+    return console if console.is_terminal else Console(stderr=stderr, width=160)
+
+
+def print_summary(results: list[Result], run_dir: Path, console: Console) -> None:
+    """The table, a count per status, and where the files are."""
+    console.print(console_table(results, f"Results ({len(results)} pairs)"))
+    counts = pd.Series([r.status for r in results]).value_counts()
+    console.print("  ".join(f"{status}: {n}" for status, n in counts.items()))
+    console.print(f"Results in {run_dir}/ (results.jsonl, speedups.csv, meta.json, logs/)")

@@ -1,0 +1,191 @@
+"""The orchestrator: one judge process per pair, results appended as each ends. Never touches CUDA."""
+from __future__ import annotations
+
+import json
+import platform
+import secrets
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Optional
+
+from harness import discover, store
+from harness.config import config_hash
+from harness.records import Result, Status, failure
+
+ROOT = Path(__file__).resolve().parent.parent
+PROBE = """
+import json, torch
+cuda = torch.cuda.is_available()
+print(json.dumps({"torch": torch.__version__, "cuda_version": torch.version.cuda, "cuda_available": cuda,
+                  "gpus": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if cuda else []}))
+"""
+
+
+class UsageError(ValueError):
+    """A request this machine cannot serve, such as --device cuda without a GPU (the CLI exits 2)."""
+
+
+@dataclass
+class RunContext:
+    """What every pair of a run shares."""
+
+    config: dict
+    device: str
+    overrides: dict
+    run_dir: Path
+    secret: int
+    build_root: Path
+
+
+def probe_environment() -> dict:
+    """torch and GPU facts, read in a child process so that this one never initialises CUDA."""
+    out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=300)
+    if out.returncode != 0:
+        raise UsageError(f"could not import torch: {out.stderr.strip()[-500:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def resolve_device(requested: str, env: dict) -> str:
+    """auto -> cuda when a GPU is visible, else cpu; a CUDA request without a GPU is a usage error."""
+    if requested == "auto":
+        return "cuda" if env["cuda_available"] else "cpu"
+    if requested.startswith("cuda"):
+        if not env["cuda_available"]:
+            raise UsageError(f"--device {requested}: no CUDA GPU is visible here (torch {env['torch']}); use --device cpu")
+        index = int(requested.partition(":")[2] or 0)
+        if index >= len(env["gpus"]):
+            raise UsageError(f"--device {requested}: only {len(env['gpus'])} GPU(s) visible")
+    return requested
+
+
+def git_commit() -> Optional[str]:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def write_meta(ctx: RunContext, env: dict, argv: list) -> None:
+    """meta.json: config, machine, versions and commit of the run, written once, atomically."""
+    path = ctx.run_dir / "meta.json"
+    if path.exists():
+        return
+    meta = {"config": ctx.config, "device": ctx.device, "overrides": ctx.overrides, "argv": argv,
+            "gpus": env["gpus"], "torch": env["torch"], "cuda_version": env["cuda_version"],
+            "python": platform.python_version(), "platform": platform.platform(), "git_commit": git_commit(),
+            "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    store.write_atomic(path, json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def pair_key(pair: discover.Pair, source: str, ctx: RunContext) -> str:
+    """Problem sha (with --set), solution sha and config hash: what --resume matches on."""
+    problem_sha = discover.sha256_text(pair.problem_path.read_text() + json.dumps(ctx.overrides, sort_keys=True))
+    cfg = config_hash({**ctx.config, "device": ctx.device})
+    return f"{pair.problem}:{problem_sha[:12]}:{pair.solution}:{discover.sha256_text(source)[:12]}:{cfg}"
+
+
+def read_candidate(pair: discover.Pair) -> tuple[Optional[str], Optional[Result]]:
+    """The candidate's code, or the Result that ends the pair before any process starts."""
+    try:
+        return discover.read_source(pair.solution_path), None
+    except discover.ExtractError as exc:
+        return None, failure(pair.problem, pair.solution, Status.COMPILE_ERROR, str(exc))
+    except OSError as exc:
+        return None, failure(pair.problem, pair.solution, Status.COMPILE_ERROR, f"cannot read candidate: {exc}")
+
+
+def judge_timeout(cfg: dict) -> float:
+    """A ceiling on a whole judge process: build, every request and the timing caps, with room to spare."""
+    requests = 2 * (cfg["trials"] + cfg["wide_trials"]) + 8
+    return cfg["compile_timeout"] + cfg["timeout"] * requests + 2 * cfg["max_timing_s"] + 120
+
+
+def evaluate_pair(pair: discover.Pair, ctx: RunContext) -> Result:
+    """Judge one pair in its own process; whatever happens, return one Result."""
+    started = time.monotonic()
+    source, early = read_candidate(pair)
+    key = pair_key(pair, source or "", ctx)
+    if early is None and ctx.device == "cpu" and discover.needs_cuda(source):
+        early = failure(pair.problem, pair.solution, Status.SKIPPED, discover.needs_cuda(source) + "; device is cpu")
+    result = early or run_judge(pair, source, key, ctx)
+    result.key, result.device = key, result.device or ctx.device
+    result.problem_path, result.solution_path = relative(pair.problem_path), relative(pair.solution_path)
+    result.wall_s = round(time.monotonic() - started, 3)
+    return result
+
+
+def run_judge(pair: discover.Pair, source: str, key: str, ctx: RunContext) -> Result:
+    """Spawn `python -m harness.judge` for the pair and read back its Result."""
+    log_dir = ctx.run_dir / "logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    stem = f"{pair.problem}__{pair.solution}"
+    with tempfile.TemporaryDirectory(prefix="harness-job-") as tmp:
+        job = {"problem": pair.problem, "problem_path": str(pair.problem_path), "solution": pair.solution,
+               "solution_path": str(pair.solution_path), "solution_source": source, "overrides": ctx.overrides,
+               "device": ctx.device, "config": ctx.config, "secret": ctx.secret,
+               "result_path": str(Path(tmp) / "result.json"), "log_path": str(log_dir / f"{stem}.worker.log"),
+               "build_dir": str(ctx.build_root / discover.sha256_text(source)[:16])}
+        job_path = Path(tmp) / "job.json"
+        job_path.write_text(json.dumps(job))
+        with open(log_dir / f"{stem}.judge.log", "w") as log:
+            try:
+                proc = subprocess.run([sys.executable, "-m", "harness.judge", str(job_path)], cwd=ROOT,
+                                      stdout=log, stderr=subprocess.STDOUT, timeout=judge_timeout(ctx.config))
+                code = proc.returncode
+            except subprocess.TimeoutExpired:
+                return failure(pair.problem, pair.solution, Status.TIMEOUT, "the judge process exceeded its ceiling")
+        result_path = Path(job["result_path"])
+        if not result_path.exists():
+            return failure(pair.problem, pair.solution, Status.CRASH,
+                           f"the judge process died (exit code {code}); see logs/{stem}.judge.log")
+        return Result.from_dict(json.loads(result_path.read_text()))
+
+
+def relative(path: Path) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def run_pairs(pairs: list, ctx: RunContext, resume: bool,
+              on_start: Callable[[discover.Pair], None] = lambda pair: None,
+              on_result: Callable[[list], None] = lambda results: None) -> list[Result]:
+    """Evaluate every pair not already recorded; append each Result (fsync) as it ends."""
+    results_path = ctx.run_dir / "results.jsonl"
+    done = {}
+    if resume:
+        records, _ = store.read_jsonl(results_path)
+        done = {r.get("key"): Result.from_dict(r) for r in records}
+    results = []
+    for pair in pairs:
+        source, _ = read_candidate(pair)
+        key = pair_key(pair, source or "", ctx)
+        on_start(pair)
+        if key in done:
+            results.append(done[key])
+        else:
+            result = evaluate_pair(pair, ctx)
+            store.append_jsonl(results_path, result.to_dict())
+            results.append(result)
+        on_result(results)
+    return results
+
+
+def new_context(config: dict, device: str, overrides: dict, run_dir: Path, env: dict) -> RunContext:
+    """A run's shared state, with a fresh secret for the trial seeds."""
+    build_root = Path(config["build_cache_dir"])
+    if not build_root.is_absolute():
+        build_root = ROOT / build_root
+    gpu = env["gpus"][int(device.partition(":")[2] or 0)] if device.startswith("cuda") else "cpu"
+    # Builds are reused only by the same torch, CUDA and GPU; the source hash is added per candidate.
+    toolchain = f"torch-{env['torch']}-cuda-{env['cuda_version']}-{gpu}"
+    build_root = build_root / "".join(c if c.isalnum() or c in ".-" else "_" for c in toolchain)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    return RunContext(config, device, overrides, run_dir, secrets.randbits(63), build_root)

@@ -1,0 +1,161 @@
+"""Start, talk to and stop one worker process: own session, bounded output, timeouts, group kill."""
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Optional
+
+from harness import channel
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class WorkerFailure(Exception):
+    """The worker timed out, died, or sent a reply the judge will not read; `status` says which."""
+
+    def __init__(self, status: str, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+class BoundedLog:
+    """Keeps the first and the last `limit/2` bytes of a stream, counting what it dropped."""
+
+    def __init__(self, limit: int):
+        self.half = max(limit // 2, 1)
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+
+    def feed(self, chunk: bytes) -> None:
+        room = self.half - len(self.head)
+        self.head += chunk[:room]
+        self.tail += chunk[max(room, 0):]
+        if len(self.tail) > self.half:
+            self.dropped += len(self.tail) - self.half
+            del self.tail[: len(self.tail) - self.half]
+
+    def text(self) -> str:
+        middle = f"\n[... {self.dropped} bytes of output dropped ...]\n" if self.dropped else ""
+        return (bytes(self.head).decode(errors="replace") + middle + bytes(self.tail).decode(errors="replace"))
+
+
+class Sandbox:
+    """One worker process and the channel to it."""
+
+    def __init__(self, hello: tuple, env_extra: dict, output_limit: int, kill_grace_s: float):
+        self.tmp = tempfile.TemporaryDirectory(prefix="harness-worker-")
+        address = os.path.join(self.tmp.name, "channel.sock")
+        authkey = secrets.token_bytes(32)
+        listener = channel.listen(address, authkey)
+        env = {**os.environ, **env_extra, "HARNESS_SOCKET": address, "HARNESS_AUTHKEY": authkey.hex(),
+               "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "harness.worker"], cwd=self.tmp.name, env=env, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        self.log = BoundedLog(output_limit)
+        self.drainer = threading.Thread(target=self._drain, daemon=True)
+        self.drainer.start()
+        self.kill_grace_s = kill_grace_s
+        self.conn = self._accept(listener, timeout=120)
+        listener.close()
+        self.conn.send(hello)  # the device and timer settings the worker starts with
+
+    def _drain(self) -> None:
+        for chunk in iter(lambda: self.proc.stdout.read1(65536), b""):
+            self.log.feed(chunk)
+
+    def _accept(self, listener, timeout: float):
+        """Wait for the worker to connect, noticing when it dies first."""
+        result = {}
+        thread = threading.Thread(target=lambda: result.setdefault("conn", listener.accept()), daemon=True)
+        thread.start()
+        deadline = time.monotonic() + timeout
+        while thread.is_alive() and time.monotonic() < deadline and self.proc.poll() is None:
+            thread.join(0.05)
+        if "conn" not in result:
+            self.stop()
+            raise WorkerFailure("crash", f"worker did not start ({self.exit_description()}): {self.log_tail()}")
+        return result["conn"]
+
+    def request(self, op: str, timeout: float, **args):
+        """Send one request and wait for its reply; timeouts and deaths raise WorkerFailure."""
+        try:
+            self.conn.send((op, args))
+        except (BrokenPipeError, ConnectionResetError, EOFError):
+            raise self._death() from None
+        deadline = time.monotonic() + timeout
+        while not self.conn.poll(0.05):
+            if self.proc.poll() is not None and not self.conn.poll(0.2):
+                raise self._death()
+            if time.monotonic() > deadline:
+                self.stop()
+                raise WorkerFailure("timeout", f"no reply to '{op}' within {timeout:g} s; worker stopped")
+        try:
+            return channel.recv_restricted(self.conn)
+        except (EOFError, ConnectionResetError, OSError):
+            raise self._death() from None
+        except channel.UnsafeReply as exc:
+            self.stop()
+            raise WorkerFailure("incorrect", f"the worker's reply is not plain tensors ({exc})") from None
+        except Exception as exc:  # a reply that does not unpickle is a broken worker, never a success
+            self.stop()
+            raise WorkerFailure("crash", f"unreadable reply to '{op}': {type(exc).__name__}: {exc}") from None
+
+    def _death(self) -> WorkerFailure:
+        self.stop()
+        return WorkerFailure("crash", f"worker died ({self.exit_description()}); output tail: {self.log_tail()}")
+
+    def exit_description(self) -> str:
+        code = self.proc.poll()
+        if code is None:
+            return "still running"
+        if code < 0:
+            return f"killed by {signal.Signals(-code).name}"
+        return f"exit code {code}"
+
+    def log_tail(self, chars: int = 300) -> str:
+        return " ".join(self.log.text()[-chars:].split()) or "(no output)"
+
+    def stop(self) -> None:
+        """SIGTERM the worker's whole process group, then SIGKILL what is left."""
+        if self.proc.poll() is None:
+            signal_group(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(self.kill_grace_s)
+            except subprocess.TimeoutExpired:
+                pass
+        signal_group(self.proc.pid, signal.SIGKILL)  # children left in the group go too
+        if self.proc.poll() is None:
+            self.proc.wait()
+        self.drainer.join(2)
+
+    def close(self, timeout: float = 10) -> Optional[dict]:
+        """Ask the worker to exit (returning its peak memory), then make sure it is gone."""
+        info = None
+        if self.proc.poll() is None:
+            try:
+                reply = self.request("exit", timeout)
+                info = reply[1] if reply[0] == "ok" else None
+            except WorkerFailure:
+                pass
+        self.stop()
+        self.conn.close()
+        self.tmp.cleanup()
+        return info
+
+
+def signal_group(pid: int, sig: int) -> None:
+    """Send a signal to a process group, ignoring one that is already gone."""
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -1,0 +1,188 @@
+"""The untrusted process: imports the candidate, builds ModelNew, runs and times it on the judge's request.
+
+Nothing this process says is trusted by the judge: it checks outputs itself and unpickles replies with
+an allow-list. The worker only makes honest candidates easy to measure.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import traceback
+
+from harness import timing  # first: binds the timers before any candidate code can patch them
+from harness import channel
+from harness.load import load_module
+
+import torch
+
+POISON_BYTE = 0xFF  # all-ones is NaN in float16, bfloat16, float32 and float64
+POISON_MAX_BLOCKS = 64
+
+
+def die_with_parent() -> None:
+    """Ask Linux to SIGKILL this process when the judge dies, so no worker outlives its judge."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+def describe(exc: BaseException) -> str:
+    """One line naming the exception, where the candidate raised it, and the message."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" (at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno})" if frames else ""
+    return f"{type(exc).__name__}{where}: {exc}"
+
+
+def package(out) -> dict:
+    """Outputs as plain tensors plus the names of anything that is not exactly a torch.Tensor."""
+    def item(x):
+        return x.detach() if type(x) is torch.Tensor else {"not_tensor": type(x).__qualname__}
+
+    if type(out) is torch.Tensor:
+        return {"kind": "tensor", "items": [item(out)]}
+    if type(out) in (tuple, list):
+        return {"kind": type(out).__name__, "items": [item(x) for x in out]}
+    return {"kind": "other", "type": type(out).__qualname__, "items": []}
+
+
+class Worker:
+    """Request handlers; each returns a reply tuple ('ok', payload) or ('error', status, message)."""
+
+    def __init__(self, device: str, cold_cache: bool):
+        self.device = torch.device(device)
+        if self.device.type == "cuda":
+            torch.cuda.set_device(self.device)
+        self.timer = timing.Timer(self.device, cold_cache)
+        self.module = self.model = None
+        self.held = []  # outputs the judge may still be reading
+        self.timing_inputs = None
+
+    def op_import(self, path: str, source: str, module_name: str, overrides: dict):
+        """Import the candidate (load_inline builds run here)."""
+        try:
+            self.module = load_module(source, path, module_name, overrides)
+        except BaseException as exc:  # SystemExit and KeyboardInterrupt from candidate code too
+            return ("error", "compile_error", describe(exc))
+        if not isinstance(getattr(self.module, "ModelNew", None), type):
+            return ("error", "compile_error", "the candidate defines no class ModelNew")
+        return ("ok", {})
+
+    def op_construct(self, init_args: list, init_seed: int, state_dict: dict):
+        """Build ModelNew with the problem's init inputs and the reference's weights where they match."""
+        try:
+            torch.manual_seed(init_seed)
+            with torch.device(self.device):
+                model = self.module.ModelNew(*init_args)
+            if isinstance(model, torch.nn.Module):
+                copied = copy_matching(model, state_dict)
+                model = model.to(self.device).eval()
+            else:
+                copied = 0
+        except BaseException as exc:
+            return ("error", "runtime_error", "ModelNew(...) raised " + describe(exc))
+        self.model = model
+        return ("ok", {"copied_tensors": copied})
+
+    def op_run(self, inputs: list, poison_sizes: list):
+        """One forward call on fresh inputs, with freed memory poisoned first."""
+        self.held = []
+        poison_free_memory(self.device, poison_sizes)
+        try:
+            with torch.no_grad():
+                out = self.model(*inputs)
+            self.timer.sync()
+        except BaseException as exc:
+            return ("error", "runtime_error", "forward raised " + describe(exc))
+        reply = package(out)
+        self.held = [out, inputs]
+        return ("ok", reply)
+
+    def op_set_timing_inputs(self, inputs: list):
+        """Keep the inputs that timed calls use."""
+        self.held = []
+        self.timing_inputs = inputs
+        return ("ok", {})
+
+    def call_for_timing(self):
+        with torch.no_grad():
+            return self.model(*self.timing_inputs)
+
+    def op_warmup(self, calls: int):
+        """Untimed calls, so that lazy set-up is not timed."""
+        try:
+            self.timer.warm_up(self.call_for_timing, calls)
+        except BaseException as exc:
+            return ("error", "runtime_error", "forward raised " + describe(exc))
+        return ("ok", {})
+
+    def op_time(self, calls: int):
+        """Milliseconds of `calls` timed calls, each with a cold cache."""
+        try:
+            return ("ok", [self.timer.time_call(self.call_for_timing) for _ in range(calls)])
+        except BaseException as exc:
+            return ("error", "runtime_error", "forward raised " + describe(exc))
+
+    def op_exit(self):
+        """Peak memory of this process, then the loop ends."""
+        return ("ok", {"peak_mem_mb": timing.peak_memory_mb(self.device)})
+
+
+def copy_matching(model: torch.nn.Module, reference: dict) -> int:
+    """Copy reference tensors into same-named, same-shaped entries of the candidate's state dict."""
+    copied = 0
+    with torch.no_grad():
+        for name, tensor in model.state_dict().items():
+            ref = reference.get(name)
+            if ref is not None and ref.shape == tensor.shape and ref.dtype == tensor.dtype:
+                tensor.copy_(ref)
+                copied += 1
+    return copied
+
+
+def poison_free_memory(device: torch.device, sizes: list) -> None:
+    """Fill the blocks the allocator would hand out for outputs of these sizes with NaN bytes."""
+    for nbytes in sizes:
+        blocks = []
+        try:
+            for _ in range(POISON_MAX_BLOCKS if device.type == "cuda" else 4):
+                before = torch.cuda.memory_reserved(device) if device.type == "cuda" else 0
+                blocks.append(torch.empty(nbytes, dtype=torch.uint8, device=device).fill_(POISON_BYTE))
+                if device.type == "cuda" and torch.cuda.memory_reserved(device) > before:
+                    break  # a fresh segment: every cached block of this size is now poisoned
+        except RuntimeError:  # out of memory: what was filled is poisoned, the rest cannot be reused anyway
+            pass
+        del blocks
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def serve(conn, worker: Worker) -> None:
+    """Answer requests until the judge says exit or goes away."""
+    while True:
+        try:
+            op, args = conn.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            reply = getattr(worker, "op_" + op)(**args)
+        except BaseException as exc:
+            reply = ("error", "runtime_error", describe(exc))
+        conn.send(reply)
+        if op == "exit":
+            return
+
+
+def main() -> None:
+    """Entry point: python -m harness.worker (the judge sets the environment)."""
+    die_with_parent()
+    conn = channel.connect(os.environ["HARNESS_SOCKET"], bytes.fromhex(os.environ.pop("HARNESS_AUTHKEY")))
+    device, cold = conn.recv()
+    serve(conn, Worker(device, cold))
+    conn.close()
+    os._exit(0)  # skip atexit handlers a candidate may have registered
+
+
+if __name__ == "__main__":
+    main()
