@@ -28,9 +28,12 @@ def die_with_parent() -> None:
         pass
 
 
+CANDIDATE_PATH = {"path": None}  # set at import: frames in this file are the ones worth naming
+
+
 def describe(exc: BaseException) -> str:
-    """One line naming the exception, where the candidate raised it, and the message."""
-    frames = traceback.extract_tb(exc.__traceback__)
+    """One line naming the exception, the candidate's line that raised it (if any), and the message."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == CANDIDATE_PATH["path"]]
     where = f" (at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno})" if frames else ""
     return f"{type(exc).__name__}{where}: {exc}"
 
@@ -40,7 +43,7 @@ def package(out) -> dict:
     def item(x):
         return x.detach() if type(x) is torch.Tensor else {"not_tensor": type(x).__qualname__}
 
-    if type(out) is torch.Tensor:
+    if isinstance(out, torch.Tensor):  # a subclass too: item() names it
         return {"kind": "tensor", "items": [item(out)]}
     if type(out) in (tuple, list):
         return {"kind": type(out).__name__, "items": [item(x) for x in out]}
@@ -61,6 +64,7 @@ class Worker:
 
     def op_import(self, path: str, source: str, module_name: str, overrides: dict):
         """Import the candidate (load_inline builds run here)."""
+        CANDIDATE_PATH["path"] = str(path)
         try:
             self.module = load_module(source, path, module_name, overrides)
         except BaseException as exc:  # SystemExit and KeyboardInterrupt from candidate code too

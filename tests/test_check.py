@@ -1,0 +1,91 @@
+import math
+
+import pytest
+import torch
+
+from harness import check
+
+
+def cmp(ref, new, atol=1e-4, rtol=1e-4):
+    return check.compare(ref, new, atol, rtol, chunk=7)  # a tiny chunk exercises the chunking
+
+
+def test_within_tolerance_passes_and_reports_errors():
+    ref = torch.linspace(-2, 2, 50)
+    result = cmp(ref, ref + 5e-5)
+    assert result.ok and result.max_abs_err == pytest.approx(5e-5, rel=1e-2)
+
+
+def test_outside_tolerance_fails_with_count_and_index():
+    ref = torch.zeros(4, 5)
+    new = ref.clone()
+    new[2, 3] = 1.0
+    result = cmp(ref, new)
+    assert not result.ok and "1 of 20 elements" in result.reason and "(2, 3)" in result.reason
+
+
+def test_nan_rules():
+    ref = torch.tensor([1.0, float("nan"), 3.0])
+    assert cmp(ref, torch.tensor([1.0, float("nan"), 3.0])).ok
+    assert not cmp(ref, torch.tensor([1.0, 2.0, 3.0])).ok  # the reference's NaN must stay NaN
+    assert not cmp(ref, torch.tensor([float("nan"), float("nan"), 3.0])).ok
+
+
+def test_infinities_must_match():
+    ref = torch.tensor([float("inf"), -float("inf"), 1.0])
+    assert cmp(ref, ref.clone()).ok
+    assert not cmp(ref, torch.tensor([float("inf"), 0.0, 1.0])).ok
+    assert not cmp(torch.tensor([1.0]), torch.tensor([float("inf")])).ok
+
+
+def test_integer_outputs_compare_exactly():
+    assert cmp(torch.arange(5), torch.arange(5)).ok
+    assert not cmp(torch.arange(5), torch.arange(5) + 1).ok
+
+
+def test_structure_checks():
+    ref = torch.zeros(2, 3)
+    ok = {"kind": "tensor", "items": [torch.zeros(2, 3)]}
+    assert check.structure_problem(ref, ok) is None
+    assert "shape" in check.structure_problem(ref, {"kind": "tensor", "items": [torch.zeros(6)]})
+    assert "dtype" in check.structure_problem(ref, {"kind": "tensor", "items": [torch.zeros(2, 3, dtype=torch.float64)]})
+    assert "tuple" in check.structure_problem(ref, {"kind": "tuple", "items": [torch.zeros(2, 3)]})
+    assert "no subclass" in check.structure_problem(ref, {"kind": "tensor", "items": [{"not_tensor": "Sub"}]})
+    assert "returned int" in check.structure_problem(ref, {"kind": "other", "type": "int", "items": []})
+
+
+def test_tuple_outputs_may_come_back_as_lists():
+    ref = (torch.zeros(1), torch.ones(2))
+    assert check.structure_problem(ref, {"kind": "list", "items": [torch.zeros(1), torch.ones(2)]}) is None
+    assert "expected 2" in check.structure_problem(ref, {"kind": "tuple", "items": [torch.zeros(1)]})
+
+
+def test_same_bits_sees_nan_payloads_and_signed_zero():
+    a = torch.tensor([0.0, float("nan")])
+    assert check.same_bits(a, a.clone())
+    assert not check.same_bits(a, torch.tensor([-0.0, float("nan")]))
+
+
+def test_mutation_and_alias_detection():
+    private = [torch.rand(3), 5]
+    shared = [private[0].clone(), 5]
+    assert check.mutated_inputs(private, shared) == []
+    shared[0][1] += 1
+    assert check.mutated_inputs(private, shared) == [0]
+    shared = [private[0].clone(), 5]
+    assert check.aliases_input([shared[0][:2]], shared, private)
+    assert check.same_bits(shared[0], private[0])  # restored after the probe
+    assert not check.aliases_input([shared[0].clone()], shared, private)
+
+
+def test_normalized_error_against_truth():
+    truth = torch.tensor([1.0, 2.0], dtype=torch.float64)
+    assert check.normalized_error(truth.float(), truth, 1e-4, 1e-4, 7) == 0.0
+    err = check.normalized_error(torch.tensor([1.0, 2.0002]), truth, 1e-4, 1e-4, 7)
+    assert math.isclose(err, 0.0002 / (1e-4 + 2e-4), rel_tol=1e-3)
+
+
+def test_fp64_truth_runs_the_model_in_double():
+    model = torch.nn.Linear(4, 2)
+    out = check.fp64_truth(model, [torch.rand(3, 4)])
+    assert out.dtype == torch.float64 and model.weight.dtype == torch.float32

@@ -1,0 +1,88 @@
+"""The command line: exit codes, messages, and whole runs on the CPU."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import FAST_CONFIG, FIXTURES, ROOT, cuda_available
+
+RELU = str(FIXTURES / "problems" / "fx_relu.py")
+RELU_SOLUTIONS = FIXTURES / "solutions" / "fx_relu"
+
+
+def run_cli(*args, timeout=600):
+    return subprocess.run([sys.executable, "run.py", *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+def records(run_dir):
+    return [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--problem", "sigmod"], "Unknown problem 'sigmod'. Did you mean 'sigmoid'?"),
+    (["--problem", "sigmoid", "--set", "dimm=3"], "has no module constant 'dimm'"),
+    (["--problem", "sigmoid", "--set", "dim"], "Bad --set"),
+    (["--problem", "sigmoid", "--solution", "missing.py"], "Solution file not found"),
+    (["--problem", str(FIXTURES / "problems" / "fx_no_model.py")], "missing or empty"),
+    (["--problem", "no/such/dir/"], "Problem file not found"),
+    (["--problem", "sigmoid", "--config", "missing.yaml"], "Config file not found"),
+    (["--problem", "sigmoid", "--device", "tpu"], "expected auto, cpu, cuda"),
+    (["--problem", "sigmoid", "--min-speedup", "2"], "--min-speedup needs --gate"),
+    (["--problem", "sigmoid", "--resume"], "--resume needs --out"),
+])
+def test_usage_errors_exit_2_with_a_message(args, message):
+    out = run_cli(*args)
+    assert out.returncode == 2, out.stderr
+    assert message in " ".join(out.stderr.split())
+    assert "Traceback" not in out.stderr
+
+
+@pytest.mark.skipif(cuda_available(), reason="checks the no-GPU message")
+def test_device_cuda_without_gpu_is_a_clear_error():
+    out = run_cli("--problem", "sigmoid", "--device", "cuda")
+    assert out.returncode == 2 and "no CUDA GPU is visible" in " ".join(out.stderr.split())
+
+
+def test_help_lists_the_contract():
+    out = run_cli("--help")
+    for flag in ("--problem", "--solution", "--device", "--set", "--config", "--timeout", "--out", "--resume", "--gate"):
+        assert flag in out.stdout
+
+
+def test_gate_resume_and_report(tmp_path):
+    run_dir = tmp_path / "run"
+    base = ["--problem", RELU, "--device", "cpu", "--config", str(FAST_CONFIG), "--out", str(run_dir)]
+    good = ["--solution", str(RELU_SOLUTIONS / "correct_torch.py")]
+    bad = ["--solution", str(RELU_SOLUTIONS / "wrong_values.py")]
+    assert run_cli(*base, *good, "--gate").returncode == 0
+    assert run_cli(*base, *good, *bad, "--resume").returncode == 0  # runs only the new pair
+    lines = records(run_dir)
+    assert [r["solution"] for r in lines] == ["correct_torch", "wrong_values"]
+    assert run_cli(*base, *good, *bad, "--resume", "--gate").returncode == 1  # nothing rerun; gate fails
+    assert len(records(run_dir)) == 2
+    assert run_cli(*base, *good, "--resume", "--gate", "--min-speedup", "1000").returncode == 1
+    csv_before = (run_dir / "speedups.csv").read_text()
+    (run_dir / "speedups.csv").unlink()
+    report = run_cli("report", str(run_dir))
+    assert report.returncode == 0 and (run_dir / "speedups.csv").read_text() == csv_before
+    meta = json.loads((run_dir / "meta.json").read_text())
+    assert meta["device"] == "cpu" and meta["config"]["trials"] == 2
+
+
+def test_broken_problem_gets_a_status_not_a_traceback(tmp_path):
+    out = run_cli("--problem", str(FIXTURES / "problems" / "fx_no_model.py"), "--solution",
+                  str(RELU_SOLUTIONS / "correct_torch.py"), "--device", "cpu", "--config", str(FAST_CONFIG),
+                  "--out", str(tmp_path))
+    assert out.returncode == 0
+    (result,) = records(tmp_path)
+    assert result["status"] == "compile_error" and "problem file" in result["error"] and "Model" in result["error"]
+
+
+def test_list_shows_problems_and_candidates():
+    out = run_cli("list")
+    assert out.returncode == 0 and "sigmoid" in out.stdout and "cpp_parallel.py" in out.stdout
+
+
+def test_report_without_results_is_an_error(tmp_path):
+    assert run_cli("report", str(tmp_path)).returncode == 2

@@ -1,0 +1,70 @@
+import pytest
+
+from harness.config import ConfigError, build_config, config_hash, load_defaults, tolerance_for
+
+
+def test_defaults_come_from_default_yaml():
+    config = build_config()
+    assert config == load_defaults()
+    assert config["tolerances"]["float32"] == {"atol": 1e-4, "rtol": 1e-4}
+    assert config["tolerances"]["float16"] == {"atol": 1e-2, "rtol": 1e-2}
+    assert config["trials"] >= 5 and config["wide_trials"] >= 1
+
+
+def test_precedence_defaults_then_file_then_cli(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("timeout: 30\ntrials: 7\n")
+    config = build_config(str(path), {"timeout": 5})
+    assert config["timeout"] == 5  # CLI wins over the file
+    assert config["trials"] == 7  # the file wins over the defaults
+    assert config["warmup"] == load_defaults()["warmup"]
+
+
+def test_none_cli_values_do_not_override(tmp_path):
+    assert build_config(None, {"timeout": None})["timeout"] == load_defaults()["timeout"]
+
+
+def test_unknown_key_suggests_the_right_one(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("timout: 3\n")
+    with pytest.raises(ConfigError, match="Unknown config key 'timout'.*Did you mean 'timeout'"):
+        build_config(str(path))
+
+
+@pytest.mark.parametrize("text, message", [
+    ("trials: five\n", "expected int"),
+    ("trials: -1\n", "must not be negative"),
+    ("device: gpu\n", "expected auto, cpu, cuda"),
+    ("cold_cache: 3\n", "expected bool"),
+    ("tolerances: {float8: {atol: 1}}\n", "Unknown dtype"),
+    ("tolerances: {float32: {atol: -1}}\n", "expected a number >= 0"),
+    ("problem_tolerances: {sigmoid: {tol: 1}}\n", "Bad tolerance"),
+    ("max_rounds: 1\n", "max_rounds must be >= min_rounds"),
+    ("- a\n- b\n", "must hold a mapping"),
+    ("a: [\n", "not valid YAML"),
+])
+def test_bad_values_are_config_errors(tmp_path, text, message):
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        build_config(str(path))
+
+
+def test_missing_config_file():
+    with pytest.raises(ConfigError, match="not found"):
+        build_config("no/such/file.yaml")
+
+
+def test_partial_tolerances_merge_and_problem_override(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("tolerances: {float32: {atol: 1.0e-3}}\nproblem_tolerances: {mm: {rtol: 0.5}}\n")
+    config = build_config(str(path))
+    assert tolerance_for(config, "x", "float32") == {"atol": 1e-3, "rtol": 1e-4}
+    assert tolerance_for(config, "mm", "float32") == {"atol": 1e-3, "rtol": 0.5}
+    assert tolerance_for(config, "x", "float16") == {"atol": 1e-2, "rtol": 1e-2}
+
+
+def test_config_hash_ignores_paths_but_not_measurement_knobs():
+    base = build_config()
+    assert config_hash(base) == config_hash({**base, "results_dir": "elsewhere"})
+    assert config_hash(base) != config_hash({**base, "trials": 9})

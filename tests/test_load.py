@@ -1,0 +1,25 @@
+from pathlib import Path
+
+from harness.load import load_module
+
+SOURCE = "batch_size = 4096\nshape = (1, 2)\nname = 'x'\ndef size():\n    return batch_size\n"
+
+
+def test_overrides_replace_top_level_constants():
+    module = load_module(SOURCE, Path("p.py"), "loaded_for_test", {"batch_size": 8, "shape": (3, 4)})
+    assert module.batch_size == 8 and module.size() == 8 and module.shape == (3, 4) and module.name == "x"
+
+
+def test_without_overrides_the_source_is_unchanged():
+    module = load_module(SOURCE, Path("p.py"), "loaded_for_test2")
+    assert module.size() == 4096
+
+
+def test_a_failing_module_is_not_left_registered():
+    import sys
+
+    try:
+        load_module("raise ValueError('no')", Path("bad.py"), "loaded_bad")
+    except ValueError:
+        pass
+    assert "loaded_bad" not in sys.modules
