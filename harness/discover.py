@@ -150,6 +150,13 @@ def check_overrides(problem_path: Path, overrides: dict[str, Any]) -> None:
             )
 
 
+def cpu_only(source: str) -> Optional[str]:
+    """Why a candidate cannot run on a GPU: a load_inline extension with C++ sources and no CUDA ones."""
+    if "load_inline" in source and not CUDA_MARKERS.search(source):
+        return "builds a C++ (CPU) extension only, with no CUDA sources"
+    return None
+
+
 def needs_cuda(source: str) -> Optional[str]:
     """Why a candidate cannot run without a CUDA GPU, or None when it may."""
     match = CUDA_MARKERS.search(source)

@@ -36,9 +36,9 @@ def make_inputs(module, seed: int, device: torch.device, wide_scale: Optional[fl
 
 
 def widen(x, scale: float):
-    """A standard-normal tensor times `scale` in place of a float tensor: values far outside [0, 1)."""
+    """Redraw a float tensor, in place, from a normal distribution of std `scale`: far outside [0, 1)."""
     if isinstance(x, torch.Tensor) and x.is_floating_point():
-        return (torch.randn(x.shape, dtype=torch.float32, device=x.device) * scale).to(x.dtype)
+        return x.normal_(0.0, scale)  # in place: no second copy of a multi-GB input
     return x
 
 

@@ -164,6 +164,8 @@ class PairJudge:
                 ref_err, new_err = self.truth_errors(truth, ref_out, reply["items"], ref_err, new_err)
             if trial == 0:
                 self.first_trial_guards(shared, inputs, reply, ref_out)
+            del inputs, shared, reply, ref_out, truth
+            release_cached_memory(self.device)
         self.result.trials = trials
         self.flag_precision(ref_err, new_err)
 
@@ -203,7 +205,7 @@ class PairJudge:
 
     def first_trial_guards(self, shared: list, inputs: list, reply: dict, ref_out) -> None:
         """Aliasing (outputs that change when inputs are overwritten) and run-to-run determinism."""
-        if check.aliases_input(reply["items"], shared, inputs):
+        if reply.get("aliases_input") or check.aliases_input(reply["items"], shared, inputs):
             self.result.flags.append("output_aliases_input")
         again = self.run_candidate(shared, ref_out)
         if not all(check.same_bits(a, b) for a, b in zip(reply["items"], again["items"])):
@@ -285,6 +287,12 @@ class PairJudge:
             Path(self.job["log_path"]).write_text(self.sandbox.log.text())
         self.result.peak_mem_mb = {"judge": round(timing.peak_memory_mb(self.device), 1),
                                    "worker": round(worker_info["peak_mem_mb"], 1) if worker_info else None}
+
+
+def release_cached_memory(device: torch.device) -> None:
+    """Hand this process's cached GPU blocks back, so the worker can use the memory."""
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
 
 
 def gpu_name(device: torch.device):

@@ -100,6 +100,14 @@ def read_candidate(pair: discover.Pair) -> tuple[Optional[str], Optional[Result]
         return None, failure(pair.problem, pair.solution, Status.COMPILE_ERROR, f"cannot read candidate: {exc}")
 
 
+def skip_for_device(pair: discover.Pair, source: str, device: str) -> Optional[Result]:
+    """A `skipped` Result when the candidate cannot run on this device at all."""
+    reason = discover.needs_cuda(source) if device == "cpu" else discover.cpu_only(source)
+    if reason is None:
+        return None
+    return failure(pair.problem, pair.solution, Status.SKIPPED, f"{reason}; device is {device}")
+
+
 def judge_timeout(cfg: dict) -> float:
     """A ceiling on a whole judge process: build, every request and the timing caps, with room to spare."""
     requests = 2 * (cfg["trials"] + cfg["wide_trials"]) + 8
@@ -111,8 +119,8 @@ def evaluate_pair(pair: discover.Pair, ctx: RunContext) -> Result:
     started = time.monotonic()
     source, early = read_candidate(pair)
     key = pair_key(pair, source or "", ctx)
-    if early is None and ctx.device == "cpu" and discover.needs_cuda(source):
-        early = failure(pair.problem, pair.solution, Status.SKIPPED, discover.needs_cuda(source) + "; device is cpu")
+    if early is None:
+        early = skip_for_device(pair, source, ctx.device)
     result = early or run_judge(pair, source, key, ctx)
     result.key, result.device = key, result.device or ctx.device
     result.problem_path, result.solution_path = relative(pair.problem_path), relative(pair.solution_path)

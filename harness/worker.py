@@ -38,16 +38,31 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}{where}: {exc}"
 
 
-def package(out) -> dict:
-    """Outputs as plain tensors plus the names of anything that is not exactly a torch.Tensor."""
+def package(out, inputs: list) -> dict:
+    """Outputs as plain tensors plus the names of anything that is not exactly a torch.Tensor.
+
+    An output that shares storage with an input is sent as a copy (CUDA IPC cannot re-send memory it
+    received) and reported, so the judge can flag it.
+    """
+    input_storages = {x.untyped_storage().data_ptr() for x in inputs if isinstance(x, torch.Tensor)}
+    aliased = []
+
     def item(x):
-        return x.detach() if type(x) is torch.Tensor else {"not_tensor": type(x).__qualname__}
+        if type(x) is not torch.Tensor:
+            return {"not_tensor": type(x).__qualname__}
+        if x.untyped_storage().data_ptr() in input_storages:
+            aliased.append(True)
+            return x.detach().clone()
+        return x.detach()
 
     if isinstance(out, torch.Tensor):  # a subclass too: item() names it
-        return {"kind": "tensor", "items": [item(out)]}
-    if type(out) in (tuple, list):
-        return {"kind": type(out).__name__, "items": [item(x) for x in out]}
-    return {"kind": "other", "type": type(out).__qualname__, "items": []}
+        reply = {"kind": "tensor", "items": [item(out)]}
+    elif type(out) in (tuple, list):
+        reply = {"kind": type(out).__name__, "items": [item(x) for x in out]}
+    else:
+        reply = {"kind": "other", "type": type(out).__qualname__, "items": []}
+    reply["aliases_input"] = bool(aliased)
+    return reply
 
 
 class Worker:
@@ -99,7 +114,7 @@ class Worker:
             self.timer.sync()
         except BaseException as exc:
             return ("error", "runtime_error", "forward raised " + describe(exc))
-        reply = package(out)
+        reply = package(out, inputs)
         self.held = [out, inputs]
         return ("ok", reply)
 

@@ -1,0 +1,67 @@
+"""The CUDA path, on a real GPU: CUDA IPC between judge and worker, CUDA events, seed candidates."""
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from conftest import FAST_CONFIG, FIXTURES, ROOT
+
+pytestmark = pytest.mark.gpu
+RELU = FIXTURES / "solutions" / "fx_relu"
+
+
+def run(args, out_dir, timeout=1200):
+    proc = subprocess.run([sys.executable, "run.py", *args, "--out", str(out_dir)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr
+    return {r["solution"]: r for r in map(json.loads, (out_dir / "results.jsonl").read_text().splitlines())}
+
+
+def test_fixtures_on_cuda(tmp_path):
+    names = ["correct_torch", "mutates_input", "returns_subclass", "segfault", "wrong_shape", "infinite_loop"]
+    args = ["--problem", str(FIXTURES / "problems" / "fx_relu.py"), "--device", "cuda", "--config", str(FAST_CONFIG)]
+    for name in names:
+        args += ["--solution", str(RELU / f"{name}.py")]
+    results = run(args, tmp_path)
+    assert results["correct_torch"]["status"] == "correct"
+    assert results["correct_torch"]["timer"] == "cuda_event" and results["correct_torch"]["gpu"]
+    assert results["mutates_input"]["status"] == "incorrect"
+    assert "output_aliases_input" in results["mutates_input"]["flags"]
+    assert results["returns_subclass"]["status"] == "incorrect"
+    assert results["segfault"]["status"] == "crash"
+    assert results["wrong_shape"]["status"] == "incorrect"
+    assert results["infinite_loop"]["status"] == "timeout"
+
+
+def test_sigmoid_seeds_small_on_cuda(tmp_path):
+    results = run(["--problem", "sigmoid", "--device", "cuda", "--set", "batch_size=64", "--set", "dim=4096"],
+                  tmp_path)
+    assert results["seed000_shared_memory"]["status"] == "compile_error"
+    assert results["seed001_fast_math"]["status"] == "correct"
+    assert results["seed001_fast_math"]["speedup_ci_low"] <= results["seed001_fast_math"]["speedup"]
+    assert results["cpp_parallel"]["status"] == "skipped"
+
+
+def test_cuda_timer_sees_a_sleep_kernel():
+    from harness import timing
+
+    timer = timing.Timer(torch.device("cuda"), cold_cache=True)
+    assert timer.flush_buffer.numel() >= 128 << 20
+    short = timer.time_call(lambda: torch.cuda._sleep(1_000))
+    long = timer.time_call(lambda: torch.cuda._sleep(10_000_000))
+    assert long > short and long > 1.0
+
+
+def test_side_stream_work_is_inside_the_window():
+    from harness import timing
+
+    timer = timing.Timer(torch.device("cuda"), cold_cache=False)
+    side = torch.cuda.Stream()
+
+    def launch_on_side_stream():
+        with torch.cuda.stream(side):
+            torch.cuda._sleep(10_000_000)
+
+    assert timer.time_call(launch_on_side_stream) > 1.0
