@@ -18,7 +18,7 @@ torch.multiprocessing.set_sharing_strategy("file_system")
 _ALLOWED = {
     "torch.multiprocessing.reductions": {
         "rebuild_tensor", "rebuild_cuda_tensor", "rebuild_typed_storage", "rebuild_storage_filename",
-        "rebuild_storage_empty", "rebuild_typed_storage_child", "rebuild_nested_tensor",
+        "rebuild_storage_empty", "rebuild_typed_storage_child",
     },
     "torch.storage": {"UntypedStorage", "TypedStorage"},
     "torch": {"Size", "Tensor", "device"},

@@ -60,6 +60,7 @@ def resolve_device(requested: str, env: dict) -> str:
         index = int(requested.partition(":")[2] or 0)
         if index >= len(env["gpus"]):
             raise UsageError(f"--device {requested}: only {len(env['gpus'])} GPU(s) visible")
+        return f"cuda:{index}"  # an explicit index: torch.cuda.set_device needs one
     return requested
 
 

@@ -82,8 +82,9 @@ class Sandbox:
         while thread.is_alive() and time.monotonic() < deadline and self.proc.poll() is None:
             thread.join(0.05)
         if "conn" not in result:
+            how = self.exit_description()
             self.stop()
-            raise WorkerFailure("crash", f"worker did not start ({self.exit_description()}): {self.log_tail()}")
+            raise WorkerFailure("crash", f"worker did not start ({how}): {self.log_tail()}")
         return result["conn"]
 
     def request(self, op: str, timeout: float, **args):
@@ -111,8 +112,13 @@ class Sandbox:
             raise WorkerFailure("crash", f"unreadable reply to '{op}': {type(exc).__name__}: {exc}") from None
 
     def _death(self) -> WorkerFailure:
+        try:
+            self.proc.wait(2)  # it is dying: let it finish, so its own exit status is what we report
+        except subprocess.TimeoutExpired:
+            pass
+        how = self.exit_description()
         self.stop()
-        return WorkerFailure("crash", f"worker died ({self.exit_description()}); output tail: {self.log_tail()}")
+        return WorkerFailure("crash", f"worker died ({how}); output tail: {self.log_tail()}")
 
     def exit_description(self) -> str:
         code = self.proc.poll()
