@@ -14,7 +14,9 @@ def poisoned_reuse(device: str) -> torch.Tensor:
 
 
 def test_poisoning_turns_stale_cpu_memory_into_nan():
-    assert poisoned_reuse("cpu").isnan().all()
+    reused = poisoned_reuse("cpu")
+    assert not (reused == 0.5).any()  # no stale "result" survives
+    assert reused.isnan().float().mean() > 0.99  # malloc keeps its free-list pointers in a block's first bytes
 
 
 @pytest.mark.gpu
