@@ -161,20 +161,28 @@ def copy_matching(model: torch.nn.Module, reference: dict) -> int:
 
 
 def poison_free_memory(device: torch.device, sizes: list) -> None:
-    """Fill the blocks the allocator would hand out for outputs of these sizes with NaN bytes."""
+    """Fill the free blocks the allocator would hand out for outputs of these sizes with NaN bytes.
+
+    On a GPU only cached free memory is taken (the caching allocator is where stale results live), so
+    poisoning never grows this process's share of the device.
+    """
     for nbytes in sizes:
         blocks = []
         try:
             for _ in range(POISON_MAX_BLOCKS if device.type == "cuda" else 4):
-                before = torch.cuda.memory_reserved(device) if device.type == "cuda" else 0
+                if device.type == "cuda" and cached_free_bytes(device) < nbytes:
+                    break  # no cached block this large is left: every one that could serve it is poisoned
                 blocks.append(torch.empty(nbytes, dtype=torch.uint8, device=device).fill_(POISON_BYTE))
-                if device.type == "cuda" and torch.cuda.memory_reserved(device) > before:
-                    break  # a fresh segment: every cached block of this size is now poisoned
         except RuntimeError:  # out of memory: what was filled is poisoned, the rest cannot be reused anyway
             pass
         del blocks
     if device.type == "cuda":
         torch.cuda.synchronize(device)
+
+
+def cached_free_bytes(device: torch.device) -> int:
+    """Memory the caching allocator holds but has not handed out."""
+    return torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
 
 
 def serve(conn, worker: Worker) -> None:

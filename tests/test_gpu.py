@@ -49,6 +49,7 @@ def test_cuda_timer_sees_a_sleep_kernel():
 
     timer = timing.Timer(torch.device("cuda"), cold_cache=True)
     assert timer.flush_buffer.numel() >= 128 << 20
+    timer.warm_up(lambda: torch.cuda._sleep(1_000), 3)
     short = timer.time_call(lambda: torch.cuda._sleep(1_000))
     long = timer.time_call(lambda: torch.cuda._sleep(10_000_000))
     assert long > short and long > 1.0

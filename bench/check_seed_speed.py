@@ -1,0 +1,46 @@
+"""Cross-check of the harness: time a candidate and the reference in one plain process with CUDA events.
+
+Usage: python3 bench/check_seed_speed.py solutions/sigmoid/seed001_fast_math.py [problem]
+Prints the median of 20 back-to-back calls per side (no cold cache), for comparison with the harness.
+"""
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from harness import discover  # noqa: E402
+from harness.load import load_module  # noqa: E402
+
+
+def median_ms(fn, calls=20):
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(calls):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def main(candidate, problem="sigmoid"):
+    prob = load_module(Path(f"problems/{problem}.py").read_text(), f"problems/{problem}.py", "p")
+    cand = load_module(discover.read_source(Path(candidate)), candidate, "c")
+    torch.manual_seed(0)
+    with torch.device("cuda"):
+        ref = prob.Model(*prob.get_init_inputs()).eval()
+        new = cand.ModelNew(*prob.get_init_inputs()).cuda().eval()
+        inputs = prob.get_inputs()
+    with torch.no_grad():
+        r, n = median_ms(lambda: ref(*inputs)), median_ms(lambda: new(*inputs))
+    print(f"{problem} {Path(candidate).stem}: ref {r:.3f} ms, new {n:.3f} ms, speedup {r / n:.3f}")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
