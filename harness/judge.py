@@ -9,7 +9,6 @@ import os
 import random
 import re
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -109,20 +108,23 @@ class PairJudge:
             env["TORCH_CUDA_ARCH_LIST"] = f"{major}.{minor}"  # build for this GPU only: much faster
         self.sandbox = Sandbox((str(self.device), self.cfg["cold_cache"]), env,
                                self.cfg["output_limit_bytes"], self.cfg["kill_grace_s"])
-        start = time.monotonic()
         self.expect_ok(self.sandbox.request(
             "import", self.cfg["compile_timeout"], path=self.job["solution_path"],
             source=self.job["solution_source"], module_name="candidate_module", overrides=self.job["overrides"]))
-        self.result.compile_s = round(time.monotonic() - start, 3)
         state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}  # a copy: ours stays private
-        self.expect_ok(self.sandbox.request("construct", self.cfg["timeout"], init_args=self.init_args,
-                                            init_seed=self.cfg["init_seed"], state_dict=state))
+        # A candidate may build its extension in __init__: construction gets the build's time limit too.
+        built = self.expect_ok(self.sandbox.request(
+            "construct", self.cfg["timeout"] + self.cfg["compile_timeout"], init_args=self.init_args,
+            init_seed=self.cfg["init_seed"], state_dict=state))
+        self.result.compile_s = round(float(built["build_s"]), 3)
 
     def expect_ok(self, reply):
         """The payload of an 'ok' reply; an error reply ends the pair with its status."""
         if reply[0] == "ok":
             return reply[1]
         status, message = Status(reply[1]), reply[2]
+        if status == Status.COMPILE_ERROR and "Error building extension" in message:
+            message += first_compiler_error(self.sandbox.log.text())
         if self.device.type == "cpu" and NO_CUDA.search(message):
             raise Verdict(Status.SKIPPED, f"needs a CUDA GPU, device is cpu ({message})")
         raise Verdict(status, message)
@@ -287,6 +289,13 @@ class PairJudge:
             Path(self.job["log_path"]).write_text(self.sandbox.log.text())
         self.result.peak_mem_mb = {"judge": round(timing.peak_memory_mb(self.device), 1),
                                    "worker": round(worker_info["peak_mem_mb"], 1) if worker_info else None}
+
+
+def first_compiler_error(log: str) -> str:
+    """': file:line: error: ...' for the first compiler error in a build log, or ''."""
+    match = (re.search(r"([^\s/]+:\d+(?::\d+)?:\s*(?:fatal )?error[: ].*)", log)
+             or re.search(r"(\S*\berror: .*)", log))
+    return f": {match.group(1).strip()}" if match else ""
 
 
 def release_cached_memory(device: torch.device) -> None:

@@ -16,6 +16,7 @@ from harness.load import load_module
 
 import torch
 
+BUILDS = {"seconds": 0.0, "error": None}  # time in, and the last failure of, extension builds
 POISON_BYTE = 0xFF  # all-ones is NaN in float16, bfloat16, float32 and float64
 POISON_MAX_BLOCKS = 64
 
@@ -36,6 +37,30 @@ def describe(exc: BaseException) -> str:
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == CANDIDATE_PATH["path"]]
     where = f" (at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno})" if frames else ""
     return f"{type(exc).__name__}{where}: {exc}"
+
+
+def instrument_builds() -> None:
+    """Wrap torch's extension builders, so that build time and build failures are known wherever a
+    candidate builds (at import or in __init__). Done before the candidate is imported."""
+    import functools
+
+    import torch.utils.cpp_extension as ext
+
+    def timed(builder):
+        @functools.wraps(builder)
+        def wrapper(*args, **kwargs):
+            start = timing.now_ns()
+            try:
+                return builder(*args, **kwargs)
+            except BaseException as exc:
+                BUILDS["error"] = describe(exc)
+                raise
+            finally:
+                BUILDS["seconds"] += (timing.now_ns() - start) / 1e9
+        return wrapper
+
+    for name in ("load_inline", "load"):
+        setattr(ext, name, timed(getattr(ext, name)))
 
 
 def package(out, inputs: list) -> dict:
@@ -100,9 +125,11 @@ class Worker:
             else:
                 copied = 0
         except BaseException as exc:
+            if BUILDS["error"]:  # an extension built in __init__ failed: a compile error, not a runtime one
+                return ("error", "compile_error", "extension build in ModelNew(...) failed: " + BUILDS["error"])
             return ("error", "runtime_error", "ModelNew(...) raised " + describe(exc))
         self.model = model
-        return ("ok", {"copied_tensors": copied})
+        return ("ok", {"copied_tensors": copied, "build_s": BUILDS["seconds"]})
 
     def op_run(self, inputs: list, poison_sizes: list):
         """One forward call on fresh inputs, with freed memory poisoned first."""
@@ -204,6 +231,7 @@ def serve(conn, worker: Worker) -> None:
 def main() -> None:
     """Entry point: python -m harness.worker (the judge sets the environment)."""
     die_with_parent()
+    instrument_builds()
     conn = channel.connect(os.environ["HARNESS_SOCKET"], bytes.fromhex(os.environ.pop("HARNESS_AUTHKEY")))
     device, cold = conn.recv()
     serve(conn, Worker(device, cold))

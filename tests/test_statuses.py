@@ -19,6 +19,7 @@ EXPECTED = {
     "syntax_error": ("compile_error", "SyntaxError"),
     "no_modelnew": ("compile_error", "no class ModelNew"),
     "response_no_code": ("compile_error", "no fenced code block"),
+    "build_fails_in_init": ("compile_error", "-fno-such-option-anywhere"),
     "raises_in_init": ("runtime_error", "broken constructor"),
     "raises_in_forward": ("runtime_error", "broken forward"),
     "wrong_init_args": ("runtime_error", "TypeError"),
