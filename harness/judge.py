@@ -123,8 +123,10 @@ class PairJudge:
         if reply[0] == "ok":
             return reply[1]
         status, message = Status(reply[1]), reply[2]
-        if status == Status.COMPILE_ERROR and "Error building extension" in message:
-            message += first_compiler_error(self.sandbox.log.text())
+        build_failure = re.search(r"Error building extension '[^']*'", message)
+        if status == Status.COMPILE_ERROR and build_failure:  # torch quotes the whole build log: keep its gist
+            details = message[build_failure.end():] + "\n" + self.sandbox.log.text()
+            message = message[:build_failure.end()] + first_compiler_error(details)
         if self.device.type == "cpu" and NO_CUDA.search(message):
             raise Verdict(Status.SKIPPED, f"needs a CUDA GPU, device is cpu ({message})")
         raise Verdict(status, message)
