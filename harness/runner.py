@@ -65,11 +65,18 @@ def resolve_device(requested: str, env: dict) -> str:
 
 
 def git_commit() -> Optional[str]:
+    """The checkout's commit, or None outside a git repository."""
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10)
-        return out.stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
         return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def harness_sha() -> str:
+    """A hash of the harness's own source: provenance that survives a copy without .git."""
+    files = sorted((ROOT / "harness").glob("*.py"))
+    return discover.sha256_text("".join(f.name + f.read_text() for f in files))[:12]
 
 
 def write_meta(ctx: RunContext, env: dict, argv: list) -> None:
@@ -80,6 +87,7 @@ def write_meta(ctx: RunContext, env: dict, argv: list) -> None:
     meta = {"config": ctx.config, "device": ctx.device, "overrides": ctx.overrides, "argv": argv,
             "gpus": env["gpus"], "torch": env["torch"], "cuda_version": env["cuda_version"],
             "python": platform.python_version(), "platform": platform.platform(), "git_commit": git_commit(),
+            "harness_sha": harness_sha(),
             "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     store.write_atomic(path, json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n")
 
