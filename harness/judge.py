@@ -4,6 +4,7 @@ It imports the problem, never the candidate. Usage: python -m harness.judge JOB.
 """
 from __future__ import annotations
 
+import copy
 import json
 import os
 import random
@@ -89,12 +90,9 @@ class PairJudge:
             return None
         try:
             if self.truth_model is None:
-                import copy
-
                 self.truth_model = copy.deepcopy(self.model).double()
-            as64 = [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
             with torch.no_grad():
-                return self.truth_model(*as64)
+                return self.truth_model(*check.as_float64(inputs))
         except Exception:  # a model that pins its own dtypes has no float64 form: no truth then
             return None
 
@@ -231,23 +229,13 @@ class PairJudge:
 
         timer.warm_up(ref_call, cfg["warmup"])
         self.expect_ok(self.sandbox.request("warmup", cfg["timeout"], calls=cfg["warmup"]))
-        ref_ms, new_ms = [], []
-        order = random.Random(self.job["secret"])
-        while len(ref_ms) < cfg["max_rounds"] and min(sum(ref_ms), sum(new_ms)) < cfg["max_timing_s"] * 1e3:
-            for side in order.sample(["ref", "new"], 2):
-                if side == "ref":
-                    ref_ms.append(timer.time_call(ref_call))
-                else:
-                    new_ms.append(self.expect_ok(self.sandbox.request("time", cfg["timeout"], calls=1))[0])
-            enough = len(ref_ms) >= cfg["min_rounds"] and min(sum(ref_ms), sum(new_ms)) >= cfg["min_timing_s"] * 1e3
-            if enough and len(ref_ms) % 5 == 0 and self.tight(ref_ms, new_ms):
-                break
-        self.record_timing(ref_ms, new_ms, self.tight(ref_ms, new_ms), timer.name)
 
-    def tight(self, ref_ms: list, new_ms: list) -> bool:
-        """Is the speedup's bootstrap CI within the target?"""
-        stats = timing.speedup_with_ci(ref_ms, new_ms, self.cfg["bootstrap_samples"])
-        return timing.ci_is_tight(stats, self.cfg["target_ci_pct"])
+        def new_call() -> float:
+            return self.expect_ok(self.sandbox.request("time", cfg["timeout"], calls=1))[0]
+
+        ref_ms, new_ms, tight = timing.alternate_rounds(lambda: timer.time_call(ref_call), new_call, cfg,
+                                                        random.Random(self.job["secret"]))
+        self.record_timing(ref_ms, new_ms, tight, timer.name)
 
     def record_timing(self, ref_ms: list, new_ms: list, tight: bool, timer_name: str) -> None:
         """Statistics, roofline figures and timing flags from the raw samples."""

@@ -5,10 +5,10 @@ any candidate code, so a candidate that patches `time` or `torch.cuda.Event` lat
 """
 from __future__ import annotations
 
-import math
+import random
 import time
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable
 
 import numpy as np
 import torch
@@ -90,11 +90,6 @@ def peak_memory_mb(device: torch.device) -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def wall_ms_since(start_ns: int) -> float:
-    """Milliseconds of host wall clock since a perf_counter_ns reading."""
-    return (_perf_counter_ns() - start_ns) / 1e6
-
-
 def now_ns() -> int:
     """The bound perf_counter_ns."""
     return _perf_counter_ns()
@@ -118,12 +113,27 @@ def speedup_with_ci(ref_ms: list, new_ms: list, resamples: int = 2000, seed: int
     }
 
 
+def alternate_rounds(ref_call: Callable[[], float], new_call: Callable[[], float], cfg: dict,
+                     rng: random.Random) -> tuple[list, list, bool]:
+    """Rounds of one timed call per side in random order, until the speedup's CI is tight or a cap is hit.
+
+    Returns both sides' samples (ms) and whether the CI reached the target.
+    """
+    ref_ms, new_ms = [], []
+    calls = {"ref": (ref_call, ref_ms), "new": (new_call, new_ms)}
+    while len(ref_ms) < cfg["max_rounds"] and min(sum(ref_ms), sum(new_ms)) < cfg["max_timing_s"] * 1e3:
+        for side in rng.sample(["ref", "new"], 2):
+            call, samples = calls[side]
+            samples.append(call())
+        enough = len(ref_ms) >= cfg["min_rounds"] and min(sum(ref_ms), sum(new_ms)) >= cfg["min_timing_s"] * 1e3
+        if enough and len(ref_ms) % 5 == 0 and ci_is_tight(speedup_with_ci(ref_ms, new_ms, cfg["bootstrap_samples"]),
+                                                           cfg["target_ci_pct"]):
+            break
+    stats = speedup_with_ci(ref_ms, new_ms, cfg["bootstrap_samples"])
+    return ref_ms, new_ms, ci_is_tight(stats, cfg["target_ci_pct"])
+
+
 def ci_is_tight(stats: dict, target_pct: float) -> bool:
     """True when the speedup's CI lies within +-target_pct percent of the speedup."""
     s = stats["speedup"]
     return stats["speedup_ci_high"] <= s * (1 + target_pct / 100) and stats["speedup_ci_low"] >= s * (1 - target_pct / 100)
-
-
-def finite_or_none(value: Optional[float]) -> Optional[float]:
-    """JSON has no NaN or infinity: map them to None."""
-    return value if value is not None and math.isfinite(value) else None

@@ -85,7 +85,6 @@ def test_normalized_error_against_truth():
     assert math.isclose(err, 0.0002 / (1e-4 + 2e-4), rel_tol=1e-3)
 
 
-def test_fp64_truth_runs_the_model_in_double():
-    model = torch.nn.Linear(4, 2)
-    out = check.fp64_truth(model, [torch.rand(3, 4)])
-    assert out.dtype == torch.float64 and model.weight.dtype == torch.float32
+def test_as_float64_upcasts_float_tensors_only():
+    out = check.as_float64([torch.rand(2), torch.arange(3), 4])
+    assert out[0].dtype == torch.float64 and out[1].dtype == torch.int64 and out[2] == 4

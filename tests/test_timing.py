@@ -1,3 +1,5 @@
+import random
+
 import numpy as np
 import torch
 
@@ -41,5 +43,25 @@ def test_cpu_timer_measures_a_sleep():
     assert 9.0 <= ms < 200.0
 
 
-def test_finite_or_none():
-    assert timing.finite_or_none(float("nan")) is None and timing.finite_or_none(1.5) == 1.5
+ROUNDS = {"max_rounds": 60, "min_rounds": 10, "max_timing_s": 30.0, "min_timing_s": 0.0,
+          "bootstrap_samples": 500, "target_ci_pct": 1.0}
+
+
+def test_alternate_rounds_stops_once_the_ci_is_tight():
+    ref, new, tight = timing.alternate_rounds(lambda: 2.0, lambda: 1.0, ROUNDS, random.Random(0))
+    assert tight and len(ref) == len(new) == 10  # constant times: tight at the first check
+
+
+def test_alternate_rounds_caps_a_noisy_pair():
+    rng = np.random.default_rng(3)
+    ref, new, tight = timing.alternate_rounds(lambda: float(rng.uniform(0.5, 1.5)), lambda: float(rng.uniform(0.5, 1.5)),
+                                              ROUNDS, random.Random(0))
+    assert not tight and len(ref) == ROUNDS["max_rounds"]
+
+
+def test_alternate_rounds_randomizes_the_order_within_rounds():
+    order = []
+    timing.alternate_rounds(lambda: order.append("ref") or 1.0, lambda: order.append("new") or 1.0,
+                            {**ROUNDS, "min_rounds": 20}, random.Random(1))
+    firsts = order[0::2]
+    assert "ref" in firsts and "new" in firsts
