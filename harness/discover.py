@@ -80,7 +80,18 @@ def find_pairs(problems: list[str], solutions: Optional[list[str]] = None) -> li
     for problem_path in problem_paths:
         candidates = explicit or solutions_for(problem_path.stem)
         pairs += [Pair(problem_path.stem, problem_path, c.stem, c) for c in candidates]
+    check_unique_names(pairs)
     return pairs
+
+
+def check_unique_names(pairs: list[Pair]) -> None:
+    """Results are keyed by names in tables and logs: two files with one name would be confused."""
+    seen = {}
+    for pair in pairs:
+        other = seen.setdefault((pair.problem, pair.solution), pair)
+        if other != pair:
+            raise DiscoveryError(f"Two files named '{pair.solution}' for problem '{pair.problem}': "
+                                 f"{other.solution_path} and {pair.solution_path}; rename one")
 
 
 def extract_code(text: str) -> str:

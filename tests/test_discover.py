@@ -94,3 +94,12 @@ def test_set_naming_no_constant():
 def test_needs_cuda_from_source():
     assert discover.needs_cuda((ROOT / "solutions" / "sigmoid" / "seed001_fast_math.py").read_text())
     assert discover.needs_cuda((ROOT / "solutions" / "sigmoid" / "cpp_parallel.py").read_text()) is None
+
+
+def test_two_candidates_with_one_name_are_an_error(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    for folder in ("a", "b"):
+        (tmp_path / folder / "k.py").write_text("class ModelNew: pass\n")
+    with pytest.raises(discover.DiscoveryError, match="Two files named 'k'"):
+        discover.find_pairs(["sigmoid"], [str(tmp_path / "a" / "k.py"), str(tmp_path / "b" / "k.py")])
