@@ -26,6 +26,9 @@ NO_CUDA = re.compile(r"not compiled with CUDA|CUDA_HOME|no CUDA GPUs|NVIDIA driv
                      r"Cannot access accelerator|CUDA (driver|runtime|support|is not available)", re.I)
 
 
+WORKER_STATUSES = ("compile_error", "runtime_error")
+
+
 class Verdict(Exception):
     """Ends the judging of a pair early with a status (the run goes on)."""
 
@@ -118,9 +121,12 @@ class PairJudge:
 
     def expect_ok(self, reply):
         """The payload of an 'ok' reply; an error reply ends the pair with its status."""
-        if reply[0] == "ok":
+        if isinstance(reply, tuple) and len(reply) == 2 and reply[0] == "ok":
             return reply[1]
-        status, message = Status(reply[1]), reply[2]
+        # The worker is untrusted: an error reply may only claim one of the statuses a worker can report.
+        if not (isinstance(reply, tuple) and len(reply) == 3 and reply[1] in WORKER_STATUSES):
+            raise Verdict(Status.CRASH, f"malformed reply from the worker: {str(reply)[:200]}")
+        status, message = Status(reply[1]), str(reply[2])
         build_failure = re.search(r"Error building extension '[^']*'", message)
         if status == Status.COMPILE_ERROR and build_failure:  # torch quotes the whole build log: keep its gist
             details = message[build_failure.end():] + "\n" + self.sandbox.log.text()
@@ -131,8 +137,7 @@ class PairJudge:
 
     def run_candidate(self, shared: list, ref_out) -> dict:
         """One candidate call on the shared inputs; its reply, structure-checked."""
-        sizes = [check.items(ref_out)[i].numel() * check.items(ref_out)[i].element_size()
-                 for i in range(len(check.items(ref_out)))]
+        sizes = [t.numel() * t.element_size() for t in check.items(ref_out)]
         reply = self.expect_ok(self.sandbox.request("run", self.cfg["timeout"], inputs=shared, poison_sizes=sizes))
         problem = check.structure_problem(ref_out, reply)
         if problem:

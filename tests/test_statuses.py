@@ -28,6 +28,7 @@ EXPECTED = {
     "endless_output": ("timeout", "no reply"),
     "slow_import": ("timeout", "'import'"),
     "os_exit": ("crash", "worker died"),
+    "forges_a_verdict": ("crash", "malformed reply"),
     "segfault": ("crash", "SIGSEGV"),
     "needs_cuda": ("skipped", "needs a CUDA GPU"),
     "cuda_at_runtime": ("skipped", "needs a CUDA GPU"),
