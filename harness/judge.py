@@ -47,6 +47,7 @@ class PairJudge:
                              device=str(self.device), gpu=gpu_name(self.device))
         self.sandbox = None
         self.truth_model = None
+        self.flops = self.bytes_moved = 0
 
     # -- the reference side ------------------------------------------------------------------------
 
@@ -187,7 +188,7 @@ class PairJudge:
     def compare(self, ref_out, new_items: list, label: str) -> None:
         """Each output within tolerance; the worst errors are kept for the result."""
         for i, (ref, new) in enumerate(zip(check.items(ref_out), new_items)):
-            tol = tolerance_for(self.cfg, self.job["problem"], str(ref.dtype).replace("torch.", ""))
+            tol = self.tolerance(ref)
             verdict = check.compare(ref, new, tol["atol"], tol["rtol"], self.cfg["compare_chunk_elems"])
             self.result.max_abs_err = max(self.result.max_abs_err or 0.0, verdict.max_abs_err)
             self.result.max_rel_err = max(self.result.max_rel_err or 0.0, verdict.max_rel_err)
@@ -195,10 +196,14 @@ class PairJudge:
                 prefix = f"{label}: " + (f"output {i}: " if len(new_items) > 1 else "")
                 raise Verdict(Status.INCORRECT, prefix + verdict.reason)
 
+    def tolerance(self, ref: torch.Tensor) -> dict:
+        """{atol, rtol} for this problem and the reference output's dtype."""
+        return tolerance_for(self.cfg, self.job["problem"], str(ref.dtype).removeprefix("torch."))
+
     def truth_errors(self, truth, ref_out, new_items, ref_err: float, new_err: float):
         """Running maxima of the reference's and the candidate's normalized error against float64."""
         for t, ref, new in zip(check.items(truth), check.items(ref_out), new_items):
-            tol = tolerance_for(self.cfg, self.job["problem"], str(ref.dtype).replace("torch.", ""))
+            tol = self.tolerance(ref)
             args = (tol["atol"], tol["rtol"], self.cfg["compare_chunk_elems"])
             ref_err = max(ref_err, check.normalized_error(ref, t, *args))
             new_err = max(new_err, check.normalized_error(new, t, *args))
@@ -236,7 +241,7 @@ class PairJudge:
         self.expect_ok(self.sandbox.request("warmup", cfg["timeout"], calls=cfg["warmup"]))
 
         def new_call() -> float:
-            return self.expect_ok(self.sandbox.request("time", cfg["timeout"], calls=1))[0]
+            return plausible_sample(self.expect_ok(self.sandbox.request("time", cfg["timeout"], calls=1)))
 
         ref_ms, new_ms, tight = timing.alternate_rounds(lambda: timer.time_call(ref_call), new_call, cfg,
                                                         random.Random(self.job["secret"]))
@@ -251,7 +256,7 @@ class PairJudge:
         r.ref_samples_ms, r.new_samples_ms = ref_ms, new_ms
         r.timing_rounds, r.timer = len(ref_ms), timer_name
         r.gbps, r.ref_gbps = self.bytes_moved / (r.new_ms * 1e6), self.bytes_moved / (r.ref_ms * 1e6)
-        if getattr(self, "flops", 0):
+        if self.flops:
             r.tflops, r.ref_tflops = self.flops / (r.new_ms * 1e9), self.flops / (r.ref_ms * 1e9)
         if not tight:
             r.flags.append("noisy_timing")
@@ -284,6 +289,18 @@ class PairJudge:
             Path(self.job["log_path"]).write_text(self.sandbox.log.text())
         self.result.peak_mem_mb = {"judge": round(timing.peak_memory_mb(self.device), 1),
                                    "worker": round(worker_info["peak_mem_mb"], 1) if worker_info else None}
+
+
+def plausible_sample(payload) -> float:
+    """The one timing sample of a worker's reply, which must be a positive, finite number of ms."""
+    try:
+        (sample,) = payload
+        sample = float(sample)
+    except (TypeError, ValueError):
+        raise Verdict(Status.CRASH, f"malformed timing reply from the worker: {str(payload)[:200]}") from None
+    if not 0 < sample < float("inf"):
+        raise Verdict(Status.CRASH, f"implausible timing sample from the worker: {sample!r} ms")
+    return sample
 
 
 def first_compiler_error(log: str) -> str:

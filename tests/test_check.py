@@ -88,3 +88,4 @@ def test_normalized_error_against_truth():
 def test_as_float64_upcasts_float_tensors_only():
     out = check.as_float64([torch.rand(2), torch.arange(3), 4])
     assert out[0].dtype == torch.float64 and out[1].dtype == torch.int64 and out[2] == 4
+

@@ -1,0 +1,18 @@
+"""Judge helpers that need no worker."""
+import pytest
+
+from harness.judge import Verdict, first_compiler_error, plausible_sample
+
+
+def test_worker_timing_samples_must_be_plausible():
+    assert plausible_sample([1.5]) == 1.5
+    for bad in ([0.0], [-1.0], [float("nan")], [float("inf")], ["fast"], [1.0, 2.0], None):
+        with pytest.raises(Verdict):
+            plausible_sample(bad)
+
+
+def test_first_compiler_error_names_file_and_line():
+    log = "[1/2] c++ ...\n/usr/include/torch/all.h:5:2: error: #error C++17 required\nmore: error: later"
+    assert first_compiler_error(log) == ": all.h:5:2: error: #error C++17 required"
+    assert first_compiler_error("g++: error: unrecognized option") == ": g++: error: unrecognized option"
+    assert first_compiler_error("all fine") == ""
