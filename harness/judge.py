@@ -306,7 +306,7 @@ def plausible_sample(payload) -> float:
 def first_compiler_error(log: str) -> str:
     """': file:line: error: ...' for the first compiler error in a build log, or ''."""
     match = (re.search(r"([^\s/]+:\d+(?::\d+)?:\s*(?:fatal )?error[: ].*)", log)
-             or re.search(r"(\S*\berror: .*)", log))
+             or re.search(r"((?:\S+: )?error: .*)", log))
     return f": {match.group(1).strip()}" if match else ""
 
 
