@@ -13,7 +13,7 @@ import yaml
 DEFAULT_PATH = Path(__file__).resolve().parent.parent / "configs" / "default.yaml"
 DTYPES = ("float32", "float16", "bfloat16", "float64")
 # Keys that say where files go, not what is measured: left out of the config hash.
-UNHASHED = ("results_dir", "build_cache_dir", "output_limit_bytes")
+UNHASHED = ("results_dir", "build_cache_dir", "peaks_cache_dir", "output_limit_bytes")
 
 
 class ConfigError(ValueError):

@@ -9,12 +9,14 @@ import json
 import os
 import random
 import re
+import statistics
 import sys
 from pathlib import Path
 
 import torch
 
-from harness import check, inputs as inputs_mod, timing
+from harness import check, inputs as inputs_mod, roofline, stats, timing
+from harness.clocks import ClockMonitor
 from harness.config import tolerance_for
 from harness.load import load_module
 from harness.records import Result, Status, failure, one_line
@@ -48,6 +50,7 @@ class PairJudge:
         self.sandbox = None
         self.truth_model = None
         self.flops = self.bytes_moved = 0
+        self.ref_out_example = None
 
     # -- the reference side ------------------------------------------------------------------------
 
@@ -158,6 +161,7 @@ class PairJudge:
             ref_out = self.reference(inputs, count_flops=trial == 0)
             if trial == 0:
                 self.bytes_moved = inputs_mod.nbytes(inputs) + param_bytes(self.model) + inputs_mod.nbytes(ref_out)
+                self.ref_out_example = [torch.empty(0, dtype=t.dtype) for t in check.items(ref_out)]
             truth = self.truth(inputs, ref_out)
             shared = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
             try:
@@ -231,37 +235,82 @@ class PairJudge:
         private = self.make_inputs(cfg["trials"] + cfg["wide_trials"], wide=False)
         shared = [x.clone() if isinstance(x, torch.Tensor) else x for x in private]
         self.expect_ok(self.sandbox.request("set_timing_inputs", cfg["timeout"], inputs=shared))
+        del shared  # the worker keeps its own copy
+        release_cached_memory(self.device)
         timer = timing.Timer(self.device, cfg["cold_cache"])
 
         def ref_call():
             with torch.no_grad():
                 return self.model(*private)
 
-        timer.warm_up(ref_call, cfg["warmup"])
-        self.expect_ok(self.sandbox.request("warmup", cfg["timeout"], calls=cfg["warmup"]))
+        self.result.ref_timer = timer.prepare(ref_call, cfg["warmup"])
+        method = self.expect_ok(self.sandbox.request("prepare_timing", cfg["timeout"], warmup=cfg["warmup"]))
+        self.result.new_timer = method if method in timing.METHODS else "unknown"
+        clocks = ClockMonitor(self.device.index or 0) if self.device.type == "cuda" else None
+        ref_wall, new_wall = self.result.ref_wall_ms, self.result.new_wall_ms
 
-        def new_call() -> float:
-            return plausible_sample(self.expect_ok(self.sandbox.request("time", cfg["timeout"], calls=1)))
+        def ref_sample() -> float:
+            ms, wall = timer.sample()
+            ref_wall.append(wall)
+            if clocks:
+                clocks.sample()
+            return ms
 
-        ref_ms, new_ms, tight = timing.alternate_rounds(lambda: timer.time_call(ref_call), new_call, cfg,
-                                                        random.Random(self.job["secret"]))
-        self.record_timing(ref_ms, new_ms, tight, timer.name)
+        def new_sample() -> float:
+            ms, wall = plausible_sample(self.expect_ok(self.sandbox.request("time", cfg["timeout"])))
+            new_wall.append(wall)
+            return ms
 
-    def record_timing(self, ref_ms: list, new_ms: list, tight: bool, timer_name: str) -> None:
-        """Statistics, roofline figures and timing flags from the raw samples."""
-        stats = timing.speedup_with_ci(ref_ms, new_ms, self.cfg["bootstrap_samples"])
-        for key, value in stats.items():
+        ref_ms, new_ms, tight = stats.alternate_rounds(ref_sample, new_sample, cfg, random.Random(self.job["secret"]))
+        self.record_timing(ref_ms, new_ms, tight, clocks)
+        if cfg["compile_baseline"]:
+            self.time_compiled(private, timer)
+
+    def record_timing(self, ref_ms: list, new_ms: list, tight: bool, clocks) -> None:
+        """Statistics, roofline figures, clocks and timing flags from the raw samples."""
+        summary = stats.speedup_with_ci(ref_ms, new_ms, self.cfg["bootstrap_samples"])
+        for key, value in summary.items():
             setattr(self.result, key, value)
         r = self.result
-        r.ref_samples_ms, r.new_samples_ms = ref_ms, new_ms
-        r.timing_rounds, r.timer = len(ref_ms), timer_name
+        r.ref_samples_ms, r.new_samples_ms, r.timing_rounds = ref_ms, new_ms, len(ref_ms)
+        r.tie, r.cache = stats.is_tie(summary), "cold" if self.cfg["cold_cache"] else "hot"
         r.gbps, r.ref_gbps = self.bytes_moved / (r.new_ms * 1e6), self.bytes_moved / (r.ref_ms * 1e6)
         if self.flops:
             r.tflops, r.ref_tflops = self.flops / (r.new_ms * 1e9), self.flops / (r.ref_ms * 1e9)
+        self.record_roofline()
+        if clocks:
+            r.clocks = clocks.summary()
+            if clocks.throttled():
+                r.flags.append("throttled")
         if not tight:
             r.flags.append("noisy_timing")
         if r.speedup > self.cfg["excessive_speedup"]:
             r.flags.append("excessive_speedup")
+
+    def record_roofline(self) -> None:
+        """Percent of speed of light for both sides; a candidate faster than the floor is flagged."""
+        r = self.result
+        dtype = check.items(self.ref_out_example)[0].dtype if self.ref_out_example is not None else torch.float32
+        peaks = roofline.device_peaks(self.device, dtype, Path(self.job["peaks_dir"]))
+        r.floor_ms = roofline.floor_ms(self.bytes_moved, self.flops, peaks)
+        r.sol_pct, r.ref_sol_pct = roofline.sol_pct(r.floor_ms, r.new_ms), roofline.sol_pct(r.floor_ms, r.ref_ms)
+        if r.new_ms < roofline.BELOW_FLOOR * r.floor_ms:
+            r.flags.append("below_roofline")
+
+    def time_compiled(self, inputs: list, timer: timing.Timer) -> None:
+        """torch.compile of the reference, timed the same way: a second baseline (not part of the verdict)."""
+        try:
+            compiled = torch.compile(self.model)
+
+            def call():
+                with torch.no_grad():
+                    return compiled(*inputs)
+
+            timer.prepare(call, self.cfg["warmup"])
+            self.result.compiled_ms = statistics.median(timer.sample()[0] for _ in range(self.cfg["min_rounds"]))
+        except Exception as exc:  # a baseline that cannot compile is reported, never fatal
+            self.result.compiled_ms = None
+            self.result.compiled_error = one_line(f"{type(exc).__name__}: {exc}", 200)
 
     # -- the whole pair ----------------------------------------------------------------------------
 
@@ -291,16 +340,15 @@ class PairJudge:
                                    "worker": round(worker_info["peak_mem_mb"], 1) if worker_info else None}
 
 
-def plausible_sample(payload) -> float:
-    """The one timing sample of a worker's reply, which must be a positive, finite number of ms."""
+def plausible_sample(payload) -> tuple[float, float]:
+    """A worker's timing sample, [ms, wall ms]: both must be positive, finite numbers."""
     try:
-        (sample,) = payload
-        sample = float(sample)
+        ms, wall = (float(x) for x in payload)
     except (TypeError, ValueError):
         raise Verdict(Status.CRASH, f"malformed timing reply from the worker: {str(payload)[:200]}") from None
-    if not 0 < sample < float("inf"):
-        raise Verdict(Status.CRASH, f"implausible timing sample from the worker: {sample!r} ms")
-    return sample
+    if not (0 < ms < float("inf") and 0 < wall < float("inf")):
+        raise Verdict(Status.CRASH, f"implausible timing sample from the worker: {ms!r} ms, wall {wall!r} ms")
+    return ms, wall
 
 
 def first_compiler_error(log: str) -> str:

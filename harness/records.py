@@ -68,10 +68,20 @@ class Result:
     ref_err_vs_fp64: Optional[float] = None
     new_err_vs_fp64: Optional[float] = None
     trials: Optional[int] = None
-    timer: Optional[str] = None
+    tie: Optional[bool] = None
+    ref_sol_pct: Optional[float] = None
+    floor_ms: Optional[float] = None
+    compiled_ms: Optional[float] = None
+    compiled_error: Optional[str] = None
+    cache: Optional[str] = None
+    ref_timer: Optional[str] = None
+    new_timer: Optional[str] = None
+    clocks: Optional[dict] = None
     timing_rounds: Optional[int] = None
     ref_samples_ms: list = field(default_factory=list)
     new_samples_ms: list = field(default_factory=list)
+    ref_wall_ms: list = field(default_factory=list)
+    new_wall_ms: list = field(default_factory=list)
     peak_mem_mb: Optional[dict] = None
     schema_version: int = SCHEMA_VERSION
 

@@ -10,9 +10,9 @@ from rich.table import Table
 from harness import store
 from harness.records import Result
 
-CSV_COLUMNS = ["problem", "solution", "status", "flags", "speedup", "speedup_ci_low", "speedup_ci_high",
-               "ref_ms", "new_ms", "max_abs_err", "max_rel_err", "gbps", "tflops", "sol_pct", "compile_s",
-               "wall_s", "device", "gpu", "error"]
+CSV_COLUMNS = ["problem", "solution", "status", "flags", "speedup", "speedup_ci_low", "speedup_ci_high", "tie",
+               "ref_ms", "new_ms", "max_abs_err", "max_rel_err", "gbps", "tflops", "sol_pct", "ref_sol_pct",
+               "compile_s", "wall_s", "device", "gpu", "error"]
 STATUS_STYLE = {"correct": "green", "incorrect": "red", "compile_error": "magenta", "runtime_error": "red",
                 "timeout": "yellow", "crash": "bold red", "skipped": "dim"}
 
@@ -43,17 +43,20 @@ def console_table(results: list[Result], title: str) -> Table:
     """The rich table printed at the end of a run."""
     table = Table(title=title, title_justify="left")
     for name, justify in [("problem", "left"), ("solution", "left"), ("status", "left"), ("ref ms", "right"),
-                          ("new ms", "right"), ("speedup [95% CI]", "right"), ("max abs err", "right")]:
+                          ("new ms", "right"), ("speedup [95% CI]", "right"), ("SOL %", "right"),
+                          ("max abs err", "right")]:
         table.add_column(name, justify=justify, no_wrap=True)
     table.add_column("flags / reason", overflow="fold", min_width=24)
     for r in speedups_rows(results):
         speed = "-" if r.speedup is None else f"{r.speedup:.3f} [{r.speedup_ci_low:.3f}, {r.speedup_ci_high:.3f}]"
+        if r.tie:
+            speed = "tie " + speed
         notes = ", ".join(sorted(set(r.flags)))
         if r.error:
             notes = (notes + "; " if notes else "") + (r.error[:160] + ("..." if len(r.error) > 160 else ""))
         style = STATUS_STYLE.get(r.status, "")
         table.add_row(r.problem, r.solution, f"[{style}]{r.status}[/]", fmt(r.ref_ms, ".4g"), fmt(r.new_ms, ".4g"),
-                      speed, fmt(r.max_abs_err, ".2e"), notes)
+                      speed, fmt(r.sol_pct, ".1f"), fmt(r.max_abs_err, ".2e"), notes)
     return table
 
 

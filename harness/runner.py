@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import platform
 import secrets
 import subprocess
@@ -24,6 +25,11 @@ cuda = torch.cuda.is_available()
 print(json.dumps({"torch": torch.__version__, "cuda_version": torch.version.cuda, "cuda_available": cuda,
                   "gpus": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if cuda else []}))
 """
+
+
+# Idle OpenMP threads must sleep, not spin: judge and worker take turns on the same cores, and one's
+# spinning threads would slow the other's timed calls. The worker inherits this from its judge.
+JUDGE_ENV = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
 
 
 class UsageError(ValueError):
@@ -147,12 +153,13 @@ def run_judge(pair: discover.Pair, source: str, key: str, ctx: RunContext) -> Re
                "solution_path": str(pair.solution_path), "solution_source": source, "overrides": ctx.overrides,
                "device": ctx.device, "config": ctx.config, "secret": ctx.secret,
                "result_path": str(Path(tmp) / "result.json"), "log_path": str(log_dir / f"{stem}.worker.log"),
-               "build_dir": str(ctx.build_root / discover.sha256_text(source)[:16])}
+               "build_dir": str(ctx.build_root / discover.sha256_text(source)[:16]),
+               "peaks_dir": str(under_root(ctx.config["peaks_cache_dir"]))}
         job_path = Path(tmp) / "job.json"
         job_path.write_text(json.dumps(job))
         with open(log_dir / f"{stem}.judge.log", "w") as log:
             try:
-                proc = subprocess.run([sys.executable, "-m", "harness.judge", str(job_path)], cwd=ROOT,
+                proc = subprocess.run([sys.executable, "-m", "harness.judge", str(job_path)], cwd=ROOT, env=JUDGE_ENV,
                                       stdout=log, stderr=subprocess.STDOUT, timeout=judge_timeout(ctx.config))
                 code = proc.returncode
             except subprocess.TimeoutExpired:
@@ -162,6 +169,11 @@ def run_judge(pair: discover.Pair, source: str, key: str, ctx: RunContext) -> Re
             return failure(pair.problem, pair.solution, Status.CRASH,
                            f"the judge process died (exit code {code}); see logs/{stem}.judge.log")
         return Result.from_dict(json.loads(result_path.read_text()))
+
+
+def under_root(path: str) -> Path:
+    """A configured path, relative ones taken from the repository root."""
+    return Path(path) if Path(path).is_absolute() else ROOT / path
 
 
 def relative(path: Path) -> str:
@@ -197,9 +209,7 @@ def run_pairs(pairs: list, ctx: RunContext, resume: bool,
 
 def new_context(config: dict, device: str, overrides: dict, run_dir: Path, env: dict) -> RunContext:
     """A run's shared state, with a fresh secret for the trial seeds."""
-    build_root = Path(config["build_cache_dir"])
-    if not build_root.is_absolute():
-        build_root = ROOT / build_root
+    build_root = under_root(config["build_cache_dir"])
     gpu = env["gpus"][int(device.partition(":")[2] or 0)] if device.startswith("cuda") else "cpu"
     # Builds are reused only by the same torch, CUDA and GPU; the source hash is added per candidate.
     toolchain = f"torch-{env['torch']}-cuda-{env['cuda_version']}-{gpu}"

@@ -1,24 +1,32 @@
-"""Timers (CUDA events on the GPU, perf_counter_ns on the CPU) and the statistics of a timed pair.
+"""Timers: CUDA events (one call, or a CUDA-graph replay of many) on the GPU, perf_counter_ns on the CPU.
 
 The timer functions are bound when this module is imported, which the worker does before it imports
 any candidate code, so a candidate that patches `time` or `torch.cuda.Event` later does not reach them.
+Every window ends with a device-wide synchronize, so work a call leaves on other streams is counted,
+and a host wall-clock reading is taken around the same window.
 """
 from __future__ import annotations
 
-import random
+import math
+import statistics
 import time
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
 import torch
 
 _perf_counter_ns = time.perf_counter_ns
 _Event = torch.cuda.Event
 _synchronize = torch.cuda.synchronize
+_CUDAGraph = torch.cuda.CUDAGraph
 
 CPU_FLUSH_FALLBACK_BYTES = 64 << 20
 MIN_FLUSH_BYTES = 128 << 20
+SHORT_CALL_MS = 0.2  # calls shorter than this are timed in batches: launch overhead must not be the result
+BATCH_TARGET_MS = 2.0  # one batched window lasts about this long
+MAX_BATCH = 4096
+FLOOR_MS = 1e-6  # a batched difference is clamped here: a sample is never zero or negative
+METHODS = ("perf_counter", "cuda_event", "cuda_graph", "batched_events")
 
 
 def cpu_last_level_cache_bytes() -> int:
@@ -32,24 +40,31 @@ def cpu_last_level_cache_bytes() -> int:
 
 
 class Timer:
-    """Times one call at a time on one device, each with a cold cache and a device-wide sync at the end."""
+    """Times one function on one device; `prepare` picks the method, `sample` returns (ms, wall_ms) per call.
+
+    Methods: `perf_counter` (CPU), `cuda_event` (one call per window), `cuda_graph` (a graph of k calls,
+    each after a cache flush, minus a graph of the k flushes alone), `batched_events` (the same with plain
+    launches, when the call cannot be captured in a graph).
+    """
 
     def __init__(self, device: torch.device, cold_cache: bool = True):
         self.device = device
         self.is_cuda = device.type == "cuda"
         self.cold_cache = cold_cache
         self.flush_buffer = torch.empty(self.flush_bytes(), dtype=torch.uint8, device=device) if cold_cache else None
-        self.name = "cuda_event" if self.is_cuda else "perf_counter"
+        self.method = "cuda_event" if self.is_cuda else "perf_counter"
+        self.fn, self.batch = None, 1
+        self.graphs = None
 
     def flush_bytes(self) -> int:
-        """Twice the last-level cache, at least 128 MiB on a GPU."""
+        """max(2 x L2, 128 MiB) on a GPU; twice the last-level cache on the CPU."""
         if self.is_cuda:
             l2 = torch.cuda.get_device_properties(self.device).L2_cache_size
             return max(2 * l2, MIN_FLUSH_BYTES)
         return 2 * cpu_last_level_cache_bytes()
 
     def flush(self) -> None:
-        """Evict the caches by writing the flush buffer (outside any timed window)."""
+        """Evict the caches by writing the flush buffer."""
         if self.flush_buffer is not None:
             self.flush_buffer.add_(1)
 
@@ -58,27 +73,87 @@ class Timer:
         if self.is_cuda:
             _synchronize(self.device)
 
-    def time_call(self, fn: Callable[[], object]) -> float:
-        """Milliseconds of one call of fn, the window closed by a device-wide synchronize."""
-        self.flush()
-        self.sync()
-        if not self.is_cuda:
-            start = _perf_counter_ns()
-            fn()
-            return (_perf_counter_ns() - start) / 1e6
-        start, end = _Event(enable_timing=True), _Event(enable_timing=True)
-        start.record()
-        fn()
-        _synchronize(self.device)  # side-stream work launched by fn counts
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end)
-
     def warm_up(self, fn: Callable[[], object], calls: int) -> None:
         """Run fn a few times, untimed, so that lazy initialisation is not measured."""
         for _ in range(calls):
             fn()
         self.sync()
+
+    def prepare(self, fn: Callable[[], object], warmup: int) -> str:
+        """Warm fn up and choose how to time it: short GPU calls are batched (graph, else plain launches)."""
+        self.fn = fn
+        self.warm_up(fn, warmup)
+        if not self.is_cuda:
+            return self.method
+        single = statistics.median(self.window(self.once)[0] for _ in range(3))
+        flush = statistics.median(self.window(self.flush)[0] for _ in range(3)) if self.cold_cache else 0.0
+        if single >= SHORT_CALL_MS:
+            return self.method
+        self.batch = min(MAX_BATCH, max(2, math.ceil(BATCH_TARGET_MS / max(single + flush, 1e-3))))
+        try:
+            self.graphs = (self.capture(with_call=True), self.capture(with_call=False) if self.cold_cache else None)
+            self.method = "cuda_graph"
+        except Exception:  # a call that syncs, or uses an uncaptured stream, cannot be captured
+            self.sync()
+            self.method = "batched_events"
+        return self.method
+
+    def capture(self, with_call: bool):
+        """A CUDA graph of `batch` x (flush, call), or of the flushes alone."""
+        graph = _CUDAGraph()
+        side = torch.cuda.Stream(self.device)
+        side.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(side):  # torch's advice: run once on a side stream before capturing
+            self.once() if with_call else self.flush()
+        torch.cuda.current_stream(self.device).wait_stream(side)
+        with torch.cuda.graph(graph):
+            for _ in range(self.batch):
+                self.flush()
+                if with_call:
+                    self.fn()
+        self.sync()
+        return graph
+
+    def once(self) -> None:
+        self.fn()
+
+    def window(self, body: Callable[[], object]) -> tuple[float, float]:
+        """(event ms, wall ms) of body, the window closed by a device-wide synchronize."""
+        self.sync()
+        if not self.is_cuda:
+            start = _perf_counter_ns()
+            body()
+            wall = (_perf_counter_ns() - start) / 1e6
+            return wall, wall
+        start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+        wall_start = _perf_counter_ns()
+        start.record()
+        body()
+        _synchronize(self.device)  # side-stream work launched by body counts
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end), (_perf_counter_ns() - wall_start) / 1e6
+
+    def sample(self) -> tuple[float, float]:
+        """One sample of the prepared function: (ms per call, wall ms per call)."""
+        if self.method in ("perf_counter", "cuda_event"):
+            self.flush()
+            return self.window(self.once)
+        if self.method == "cuda_graph":
+            full = self.window(self.graphs[0].replay)
+            flush_only = self.window(self.graphs[1].replay) if self.graphs[1] else (0.0, 0.0)
+        else:
+            full, flush_only = self.window(self.batched_calls), self.window(self.batched_flushes)
+        return tuple(max((a - b) / self.batch, FLOOR_MS) for a, b in zip(full, flush_only))
+
+    def batched_calls(self) -> None:
+        for _ in range(self.batch):
+            self.flush()
+            self.fn()
+
+    def batched_flushes(self) -> None:
+        for _ in range(self.batch):
+            self.flush()
 
 
 def peak_memory_mb(device: torch.device) -> float:
@@ -93,47 +168,3 @@ def peak_memory_mb(device: torch.device) -> float:
 def now_ns() -> int:
     """The bound perf_counter_ns."""
     return _perf_counter_ns()
-
-
-def speedup_with_ci(ref_ms: list, new_ms: list, resamples: int = 2000, seed: int = 0) -> dict:
-    """Median per side, speedup = median(ref)/median(new), and a paired bootstrap 95% CI over rounds."""
-    ref, new = np.asarray(ref_ms, dtype=float), np.asarray(new_ms, dtype=float)
-    speedup = float(np.median(ref) / np.median(new))
-    rng = np.random.default_rng(seed)  # fixed: the CI is a pure function of the samples
-    idx = rng.integers(0, len(ref), size=(resamples, len(ref)))
-    ratios = np.median(ref[idx], axis=1) / np.median(new[idx], axis=1)
-    low, high = np.percentile(ratios, [2.5, 97.5])
-    return {
-        "ref_ms": float(np.median(ref)),
-        "new_ms": float(np.median(new)),
-        "speedup": speedup,
-        # The percentile interval of a median can exclude its own point estimate by a hair; widen to it.
-        "speedup_ci_low": float(min(low, speedup)),
-        "speedup_ci_high": float(max(high, speedup)),
-    }
-
-
-def alternate_rounds(ref_call: Callable[[], float], new_call: Callable[[], float], cfg: dict,
-                     rng: random.Random) -> tuple[list, list, bool]:
-    """Rounds of one timed call per side in random order, until the speedup's CI is tight or a cap is hit.
-
-    Returns both sides' samples (ms) and whether the CI reached the target.
-    """
-    ref_ms, new_ms = [], []
-    calls = {"ref": (ref_call, ref_ms), "new": (new_call, new_ms)}
-    while len(ref_ms) < cfg["max_rounds"] and min(sum(ref_ms), sum(new_ms)) < cfg["max_timing_s"] * 1e3:
-        for side in rng.sample(["ref", "new"], 2):
-            call, samples = calls[side]
-            samples.append(call())
-        enough = len(ref_ms) >= cfg["min_rounds"] and min(sum(ref_ms), sum(new_ms)) >= cfg["min_timing_s"] * 1e3
-        if enough and len(ref_ms) % 5 == 0 and ci_is_tight(speedup_with_ci(ref_ms, new_ms, cfg["bootstrap_samples"]),
-                                                           cfg["target_ci_pct"]):
-            break
-    stats = speedup_with_ci(ref_ms, new_ms, cfg["bootstrap_samples"])
-    return ref_ms, new_ms, ci_is_tight(stats, cfg["target_ci_pct"])
-
-
-def ci_is_tight(stats: dict, target_pct: float) -> bool:
-    """True when the speedup's CI lies within +-target_pct percent of the speedup."""
-    s = stats["speedup"]
-    return stats["speedup_ci_high"] <= s * (1 + target_pct / 100) and stats["speedup_ci_low"] >= s * (1 - target_pct / 100)

@@ -146,27 +146,30 @@ class Worker:
         return ("ok", reply)
 
     def op_set_timing_inputs(self, inputs: list):
-        """Keep the inputs that timed calls use."""
+        """Keep private copies of the inputs that timed calls use.
+
+        Copies, because shared memory is not ordinary memory on the CPU (a tmpfs mapping, without huge
+        pages): the reference reads private memory in the judge, so the candidate does the same here.
+        """
         self.held = []
-        self.timing_inputs = inputs
+        self.timing_inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
         return ("ok", {})
 
     def call_for_timing(self):
         with torch.no_grad():
             return self.model(*self.timing_inputs)
 
-    def op_warmup(self, calls: int):
-        """Untimed calls, so that lazy set-up is not timed."""
+    def op_prepare_timing(self, warmup: int):
+        """Warm up and choose the timing method (batched for short calls)."""
         try:
-            self.timer.warm_up(self.call_for_timing, calls)
+            return ("ok", self.timer.prepare(self.call_for_timing, warmup))
         except BaseException as exc:
             return ("error", "runtime_error", "forward raised " + describe(exc))
-        return ("ok", {})
 
-    def op_time(self, calls: int):
-        """Milliseconds of `calls` timed calls, each with a cold cache."""
+    def op_time(self):
+        """One timing sample: [ms per call, host wall ms per call]."""
         try:
-            return ("ok", [self.timer.time_call(self.call_for_timing) for _ in range(calls)])
+            return ("ok", list(self.timer.sample()))
         except BaseException as exc:
             return ("error", "runtime_error", "forward raised " + describe(exc))
 

@@ -26,7 +26,8 @@ def test_fixtures_on_cuda(tmp_path):
         args += ["--solution", str(RELU / f"{name}.py")]
     results = run(args, tmp_path)
     assert results["correct_torch"]["status"] == "correct"
-    assert results["correct_torch"]["timer"] == "cuda_event" and results["correct_torch"]["gpu"]
+    assert results["correct_torch"]["new_timer"] in ("cuda_graph", "cuda_event") and results["correct_torch"]["gpu"]
+    assert results["correct_torch"]["clocks"]["sm_mhz"][1] > 0 and results["correct_torch"]["sol_pct"] > 0
     assert results["mutates_input"]["status"] == "incorrect"
     assert "output_aliases_input" in results["mutates_input"]["flags"]
     assert results["returns_subclass"]["status"] == "incorrect"
@@ -49,10 +50,34 @@ def test_cuda_timer_sees_a_sleep_kernel():
 
     timer = timing.Timer(torch.device("cuda"), cold_cache=True)
     assert timer.flush_buffer.numel() >= 128 << 20
-    timer.warm_up(lambda: torch.cuda._sleep(1_000), 3)
-    short = timer.time_call(lambda: torch.cuda._sleep(1_000))
-    long = timer.time_call(lambda: torch.cuda._sleep(10_000_000))
-    assert long > short and long > 1.0
+    assert timer.prepare(lambda: torch.cuda._sleep(10_000_000), warmup=2) == "cuda_event"
+    ms, wall = timer.sample()
+    assert 1.0 < ms and wall >= ms * 0.9
+
+
+def test_short_calls_are_timed_by_graph_replay():
+    from harness import timing
+
+    x = torch.rand(1024, device="cuda")
+    timer = timing.Timer(torch.device("cuda"), cold_cache=True)
+    assert timer.prepare(lambda: torch.sigmoid(x), warmup=3) == "cuda_graph" and timer.batch > 1
+    ms, _ = timer.sample()
+    assert 0 < ms < 0.05  # a 4 KB sigmoid: microseconds, not the launch overhead of a whole window
+
+
+def test_uncapturable_short_calls_fall_back_to_batched_events():
+    from harness import timing
+
+    x = torch.rand(1024, device="cuda")
+    timer = timing.Timer(torch.device("cuda"), cold_cache=True)
+
+    def syncs():
+        y = torch.sigmoid(x)
+        torch.cuda.synchronize()  # not allowed during graph capture
+        return y
+
+    assert timer.prepare(syncs, warmup=3) == "batched_events"
+    assert timer.sample()[0] > 0
 
 
 def test_side_stream_work_is_inside_the_window():
@@ -65,4 +90,12 @@ def test_side_stream_work_is_inside_the_window():
         with torch.cuda.stream(side):
             torch.cuda._sleep(10_000_000)
 
-    assert timer.time_call(launch_on_side_stream) > 1.0
+    timer.prepare(launch_on_side_stream, warmup=1)
+    assert timer.sample()[0] > 1.0
+
+
+def test_peaks_on_the_gpu(tmp_path):
+    from harness import roofline
+
+    peaks = roofline.device_peaks(torch.device("cuda"), torch.float32, tmp_path)
+    assert 500 < peaks["copy_gbps"] < 10_000 and 5 < peaks["matmul_tflops"] < 200

@@ -5,8 +5,8 @@ from harness.judge import Verdict, first_compiler_error, plausible_sample
 
 
 def test_worker_timing_samples_must_be_plausible():
-    assert plausible_sample([1.5]) == 1.5
-    for bad in ([0.0], [-1.0], [float("nan")], [float("inf")], ["fast"], [1.0, 2.0], None):
+    assert plausible_sample([1.5, 1.6]) == (1.5, 1.6)
+    for bad in ([0.0, 1.0], [1.0, -1.0], [float("nan"), 1.0], [float("inf"), 1.0], ["fast", 1.0], [1.0], None):
         with pytest.raises(Verdict):
             plausible_sample(bad)
 

@@ -7,6 +7,7 @@ from harness.config import build_config
 
 EXPECTED = {
     "correct_torch": ("correct", None),
+    "aa_reference": ("correct", None),
     "response_correct": ("correct", None),
     "wrong_values": ("incorrect", "outside atol"),
     "only_unit_interval": ("incorrect", "wide inputs"),
@@ -69,7 +70,9 @@ def test_correct_result_carries_timing_and_samples(relu_results):
     assert r.ref_ms > 0 and r.new_ms > 0
     assert len(r.ref_samples_ms) == len(r.new_samples_ms) == r.timing_rounds >= 4
     assert r.speedup_ci_low <= r.speedup <= r.speedup_ci_high
-    assert r.gbps > 0 and r.trials == 3 and r.timer == "perf_counter"
+    assert r.gbps > 0 and r.trials == 3 and r.ref_timer == r.new_timer == "perf_counter"
+    assert r.sol_pct > 0 and r.floor_ms > 0 and r.cache == "hot" and r.tie in (True, False)
+    assert len(r.new_wall_ms) == len(r.ref_wall_ms) == r.timing_rounds
     assert r.max_abs_err == 0.0
 
 

@@ -1,0 +1,66 @@
+"""GPU clocks and throttle reasons through NVML (nvidia-ml-py), read only: the GPU's settings are never changed."""
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+THROTTLE_DROP = 0.9  # SM clock falling below 90% of its highest reading during a pair is throttling
+
+
+class ClockMonitor:
+    """Samples SM and memory clocks and the throttle-reason mask of one GPU; a no-op where NVML is missing."""
+
+    def __init__(self, device_index: int):
+        self.handle, self.nvml = None, None
+        self.sm, self.mem, self.reasons = [], [], 0
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            self.nvml = pynvml
+            self.handle = pynvml.nvmlDeviceGetHandleByIndex(nvml_index(device_index))
+        except Exception:  # no driver, no package, no permission: clocks are simply unknown
+            self.handle = None
+
+    def sample(self) -> None:
+        """Read the clocks now."""
+        if self.handle is None:
+            return
+        try:
+            self.sm.append(self.nvml.nvmlDeviceGetClockInfo(self.handle, self.nvml.NVML_CLOCK_SM))
+            self.mem.append(self.nvml.nvmlDeviceGetClockInfo(self.handle, self.nvml.NVML_CLOCK_MEM))
+            self.reasons |= self.nvml.nvmlDeviceGetCurrentClocksEventReasons(self.handle)
+        except Exception:
+            self.handle = None
+
+    def summary(self) -> Optional[dict]:
+        """Min and max of each clock (MHz) and the names of every throttle reason seen; None if unknown."""
+        if not self.sm:
+            return None
+        return {"sm_mhz": [min(self.sm), max(self.sm)], "mem_mhz": [min(self.mem), max(self.mem)],
+                "reasons": reason_names(self.nvml, self.reasons)}
+
+    def throttled(self) -> bool:
+        """Did the SM clock fall during the pair?"""
+        return bool(self.sm) and min(self.sm) < THROTTLE_DROP * max(self.sm)
+
+
+def nvml_index(torch_index: int) -> int:
+    """NVML counts every GPU; torch counts those CUDA_VISIBLE_DEVICES lets through."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    ids = [v.strip() for v in visible.split(",") if v.strip()]
+    if ids and all(v.isdigit() for v in ids) and torch_index < len(ids):
+        return int(ids[torch_index])
+    return torch_index
+
+
+def reason_names(nvml, mask: int) -> list:
+    """The NVML clock-event reason constants set in a mask, named without their prefix."""
+    names = []
+    for attr in dir(nvml):
+        if attr.startswith("nvmlClocksEventReason") and attr not in ("nvmlClocksEventReasonAll",
+                                                                     "nvmlClocksEventReasonNone"):
+            bit = getattr(nvml, attr)
+            if isinstance(bit, int) and bit and mask & bit == bit:
+                names.append(attr.removeprefix("nvmlClocksEventReason"))
+    return sorted(set(names))

@@ -1,0 +1,76 @@
+"""Speed of light: a pair's bytes and FLOPs against the device's measured copy bandwidth and matmul rate.
+
+Peaks are measured once per (device, dtype, torch version) and cached on disk as JSON.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+from typing import Optional
+
+import torch
+
+from harness.store import write_atomic
+
+BELOW_FLOOR = 0.95  # a time under 95% of the roofline floor is faster than the hardware allows
+
+
+def measure_ms(fn, device: torch.device, repeats: int) -> float:
+    """Median milliseconds of fn (CUDA events on a GPU, a wall clock on the CPU), after one warm-up."""
+    import time
+
+    fn()
+    times = []
+    for _ in range(repeats):
+        if device.type == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda.synchronize(device)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+        else:
+            t0 = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def measure_peaks(device: torch.device, dtype: torch.dtype) -> dict:
+    """Copy bandwidth (bytes read + written per second) and matmul FLOP/s in `dtype` on this device."""
+    big = device.type == "cuda"
+    nbytes = (2 << 30) if big else (256 << 20)
+    src = torch.empty(nbytes, dtype=torch.uint8, device=device).fill_(1)
+    dst = torch.empty_like(src)
+    copy_ms = measure_ms(lambda: dst.copy_(src), device, 10)
+    del src, dst
+    n = 8192 if big else 1024
+    a = torch.randn(n, n, device=device).to(dtype)  # random data: zeros run faster than real inputs
+    b = torch.randn(n, n, device=device).to(dtype)
+    mm_ms = measure_ms(lambda: a @ b, device, 10 if big else 3)
+    return {"copy_gbps": 2 * nbytes / (copy_ms * 1e6), "matmul_tflops": 2 * n**3 / (mm_ms * 1e9)}
+
+
+def device_peaks(device: torch.device, dtype: torch.dtype, cache_dir: Path) -> dict:
+    """The cached peaks of this device for `dtype`, measured on first use."""
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    key = "".join(c if c.isalnum() else "_" for c in f"{name}-torch{torch.__version__}")
+    path = Path(cache_dir) / f"{key}.json"
+    cached = json.loads(path.read_text()) if path.exists() else {}
+    label = str(dtype).removeprefix("torch.")
+    if label not in cached:
+        cached[label] = measure_peaks(device, dtype)
+        write_atomic(path, json.dumps(cached, indent=2, sort_keys=True))
+    return cached[label]
+
+
+def floor_ms(nbytes: int, flops: int, peaks: dict) -> float:
+    """The roofline floor: the larger of moving the bytes at copy bandwidth and doing the FLOPs at peak rate."""
+    return max(nbytes / (peaks["copy_gbps"] * 1e6), flops / (peaks["matmul_tflops"] * 1e9))
+
+
+def sol_pct(floor: float, ms: Optional[float]) -> Optional[float]:
+    """Percent of speed of light: 100 x floor / measured time."""
+    return None if not ms else 100.0 * floor / ms

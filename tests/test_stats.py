@@ -1,0 +1,68 @@
+import random
+
+import numpy as np
+
+from harness import stats
+
+
+def test_speedup_is_a_ratio_of_medians_inside_its_ci():
+    rng = np.random.default_rng(1)
+    ref = list(2.0 + rng.normal(0, 0.01, 50))
+    new = list(1.0 + rng.normal(0, 0.01, 50))
+    result = stats.speedup_with_ci(ref, new)
+    assert result["speedup"] == np.median(ref) / np.median(new)
+    assert result["speedup_ci_low"] <= result["speedup"] <= result["speedup_ci_high"]
+    assert 1.95 < result["speedup_ci_low"] and result["speedup_ci_high"] < 2.05
+
+
+def test_a_a_samples_give_a_tie_whose_ci_contains_one():
+    rng = np.random.default_rng(2)
+    samples = list(1.0 + rng.normal(0, 0.002, 200))
+    result = stats.speedup_with_ci(samples, list(rng.permutation(samples)))
+    assert result["speedup_ci_low"] <= 1.0 <= result["speedup_ci_high"]
+    assert stats.ci_is_tight(result, 1.0)
+
+
+def test_the_ci_is_a_pure_function_of_the_samples():
+    ref, new = [1.0, 1.2, 0.9, 1.1], [0.5, 0.7, 0.4, 0.6]
+    assert stats.speedup_with_ci(ref, new) == stats.speedup_with_ci(ref, new)
+
+
+def test_wide_ci_is_not_tight():
+    assert not stats.ci_is_tight({"speedup": 1.0, "speedup_ci_low": 0.9, "speedup_ci_high": 1.05}, 1.0)
+
+
+ROUNDS = {"max_rounds": 60, "min_rounds": 10, "max_timing_s": 30.0, "min_timing_s": 0.0,
+          "bootstrap_samples": 500, "target_ci_pct": 1.0}
+
+
+def test_alternate_rounds_stops_once_the_ci_is_tight():
+    ref, new, tight = stats.alternate_rounds(lambda: 2.0, lambda: 1.0, ROUNDS, random.Random(0))
+    assert tight and len(ref) == len(new) == 10  # constant times: tight at the first check
+
+
+def test_alternate_rounds_caps_a_noisy_pair():
+    rng = np.random.default_rng(3)
+    ref, new, tight = stats.alternate_rounds(lambda: float(rng.uniform(0.5, 1.5)), lambda: float(rng.uniform(0.5, 1.5)),
+                                              ROUNDS, random.Random(0))
+    assert not tight and len(ref) == ROUNDS["max_rounds"]
+
+
+def test_alternate_rounds_randomizes_the_order_within_rounds():
+    order = []
+    stats.alternate_rounds(lambda: order.append("ref") or 1.0, lambda: order.append("new") or 1.0,
+                            {**ROUNDS, "min_rounds": 20}, random.Random(1))
+    firsts = order[0::2]
+    assert "ref" in firsts and "new" in firsts
+
+
+def test_tie_rule():
+    assert stats.is_tie({"speedup": 1.01, "speedup_ci_low": 0.99, "speedup_ci_high": 1.03})
+    assert not stats.is_tie({"speedup": 1.01, "speedup_ci_low": 1.005, "speedup_ci_high": 1.02})  # CI excludes 1
+    assert not stats.is_tie({"speedup": 1.05, "speedup_ci_low": 0.95, "speedup_ci_high": 1.10})  # outside the band
+
+
+def test_a_a_samples_are_a_tie():
+    rng = np.random.default_rng(5)
+    samples = list(1.0 + rng.normal(0, 0.01, 100))
+    assert stats.is_tie(stats.speedup_with_ci(samples, list(rng.permutation(samples))))
