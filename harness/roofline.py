@@ -47,8 +47,11 @@ def measure_peaks(device: torch.device, dtype: torch.dtype) -> dict:
     copy_ms = measure_ms(lambda: dst.copy_(src), device, 10)
     del src, dst
     n = 8192 if big else 1024
-    a = torch.randn(n, n, device=device).to(dtype)  # random data: zeros run faster than real inputs
-    b = torch.randn(n, n, device=device).to(dtype)
+    # Random data (zeros run faster than real inputs), from a generator of our own: the default one may
+    # be left mid-capture by a CUDA graph that failed to capture in this process.
+    generator = torch.Generator(device=device).manual_seed(0)
+    a = torch.randn(n, n, device=device, generator=generator).to(dtype)
+    b = torch.randn(n, n, device=device, generator=generator).to(dtype)
     mm_ms = measure_ms(lambda: a @ b, device, 10 if big else 3)
     return {"copy_gbps": 2 * nbytes / (copy_ms * 1e6), "matmul_tflops": 2 * n**3 / (mm_ms * 1e9)}
 
