@@ -108,6 +108,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="markdown file to write")
     parser.add_argument("--candidate", default=str(ROOT / "solutions" / "sigmoid" / "seed001_fast_math.py"))
+    parser.add_argument("--parts", default="abcd", help="which parts to run, e.g. b")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     import torch
@@ -117,6 +118,8 @@ def main() -> None:
         tmp = Path(tmp)
         for name, part in [("a", part_a), ("b", part_b), ("c", part_c),
                            ("d", lambda t: part_d(t, Path(args.candidate)))]:
+            if name not in args.parts:
+                continue
             part_rows, costs[name] = part(tmp)
             rows += part_rows
             print(*part_rows, sep="\n", flush=True)
