@@ -44,7 +44,12 @@ for name, flush in FLUSHES.items():
             torch.sigmoid(x)
         torch.cuda.synchronize()
     kern = [e.device_time for e in prof.events() if "sigmoid" in e.name.lower() and e.device_time > 0]
-    full = graph_of(lambda: [(flush(), torch.sigmoid(x)) for _ in range(K)])
-    only = graph_of(lambda: [flush() for _ in range(K)])
-    est = (replay_ms(full) - replay_ms(only)) / K * 1e3
-    print(f"flush={name}: profiler {sum(kern) / len(kern):.2f} us, graph estimate {est:.2f} us")
+    print(f"flush={name}: profiler {sum(kern) / len(kern):.2f} us")
+    for k in (8, 29, 256):
+        full = graph_of(lambda: [(flush(), torch.sigmoid(x)) for _ in range(k)])
+        only = graph_of(lambda: [flush() for _ in range(k)])
+        f_ms, o_ms = replay_ms(full), replay_ms(only)
+        # Interleaved like the harness: one full window then one flush window, per sample.
+        diffs = sorted(replay_ms(full, 1) - replay_ms(only, 1) for _ in range(50))
+        print(f"  k={k}: separate medians {(f_ms - o_ms) / k * 1e3:.2f} us/call "
+              f"(full {f_ms:.4f} ms, flush {o_ms:.4f} ms); interleaved median {diffs[25] / k * 1e3:.2f} us/call")
