@@ -243,9 +243,11 @@ class PairJudge:
             with torch.no_grad():
                 return self.model(*private)
 
-        self.result.ref_timer = timer.prepare(ref_call, cfg["warmup"])
-        method = self.expect_ok(self.sandbox.request("prepare_timing", cfg["timeout"], warmup=cfg["warmup"]))
+        self.result.ref_timer, self.result.ref_batch = timer.prepare(ref_call, cfg["warmup"]), timer.batch
+        prepared = self.expect_ok(self.sandbox.request("prepare_timing", cfg["timeout"], warmup=cfg["warmup"]))
+        method, batch = (prepared.get("method"), prepared.get("batch")) if isinstance(prepared, dict) else (None, None)
         self.result.new_timer = method if method in timing.METHODS else "unknown"
+        self.result.new_batch = batch if isinstance(batch, int) else None
         clocks = ClockMonitor(self.device.index or 0) if self.device.type == "cuda" else None
         ref_wall, new_wall = self.result.ref_wall_ms, self.result.new_wall_ms
 

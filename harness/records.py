@@ -76,6 +76,8 @@ class Result:
     cache: Optional[str] = None
     ref_timer: Optional[str] = None
     new_timer: Optional[str] = None
+    ref_batch: Optional[int] = None  # calls per timed window (1, or k for graph and batched timing)
+    new_batch: Optional[int] = None
     clocks: Optional[dict] = None
     timing_rounds: Optional[int] = None
     ref_samples_ms: list = field(default_factory=list)

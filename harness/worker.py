@@ -162,7 +162,8 @@ class Worker:
     def op_prepare_timing(self, warmup: int):
         """Warm up and choose the timing method (batched for short calls)."""
         try:
-            return ("ok", self.timer.prepare(self.call_for_timing, warmup))
+            method = self.timer.prepare(self.call_for_timing, warmup)
+            return ("ok", {"method": method, "batch": self.timer.batch})
         except BaseException as exc:
             return ("error", "runtime_error", "forward raised " + describe(exc))
 
