@@ -27,9 +27,16 @@ print(json.dumps({"torch": torch.__version__, "cuda_version": torch.version.cuda
 """
 
 
-# Idle OpenMP threads must sleep, not spin: judge and worker take turns on the same cores, and one's
-# spinning threads would slow the other's timed calls. The worker inherits this from its judge.
-JUDGE_ENV = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
+# Judge and workers (which inherit this) must time alike on the CPU:
+# - idle OpenMP threads sleep, not spin: the processes take turns on the same cores, and one's spinning
+#   threads would slow the other's timed calls;
+# - glibc's malloc gets fixed thresholds: by default they move with each process's allocation history,
+#   so one process's outputs come from recycled heap and the other's from fresh pages it must fault in
+#   (seen here: an A/A pair on a 2-core machine off by 2-3% every run, a tie with these settings).
+JUDGE_ENV = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "MALLOC_MMAP_THRESHOLD_": str(32 << 20),
+             "MALLOC_TRIM_THRESHOLD_": str(1 << 30)}
+JUDGE_ENV.update({k: os.environ[k] for k in ("OMP_WAIT_POLICY", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")
+                  if k in os.environ})  # the user's own settings win
 
 
 class UsageError(ValueError):
