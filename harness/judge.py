@@ -12,7 +12,6 @@ import re
 import statistics
 import sys
 from pathlib import Path
-from typing import Optional
 
 import torch
 
@@ -49,7 +48,6 @@ class PairJudge:
         self.result = Result(problem=job["problem"], solution=job["solution"], status=Status.CORRECT.value,
                              device=str(self.device), gpu=gpu_name(self.device))
         self.sandbox = None
-        self.sandboxes = []  # every worker started, closed in finish()
         self.truth_model = None
         self.flops = self.bytes_moved = 0
         self.ref_out_example = None
@@ -107,44 +105,23 @@ class PairJudge:
 
     # -- the candidate side ------------------------------------------------------------------------
 
-    def start_sandbox(self, path: str, source: str, class_name: str) -> Sandbox:
-        """A worker with `class_name` from `source` imported (timing its build) and constructed."""
+    def start_worker(self) -> None:
+        """Start the worker, import the candidate (timing the build) and construct ModelNew."""
         env = {"TORCH_EXTENSIONS_DIR": self.job["build_dir"]}
         if self.device.type == "cuda" and "TORCH_CUDA_ARCH_LIST" not in os.environ:
             major, minor = torch.cuda.get_device_capability(self.device)
             env["TORCH_CUDA_ARCH_LIST"] = f"{major}.{minor}"  # build for this GPU only: much faster
-        sandbox = Sandbox((str(self.device), self.cfg["cold_cache"]), env,
-                          self.cfg["output_limit_bytes"], self.cfg["kill_grace_s"])
-        self.sandboxes.append(sandbox)
-        self.expect_ok(sandbox.request("import", self.cfg["compile_timeout"], path=path, source=source,
-                                       module_name=f"{class_name.lower()}_module", overrides=self.job["overrides"],
-                                       class_name=class_name))
+        self.sandbox = Sandbox((str(self.device), self.cfg["cold_cache"]), env,
+                               self.cfg["output_limit_bytes"], self.cfg["kill_grace_s"])
+        self.expect_ok(self.sandbox.request(
+            "import", self.cfg["compile_timeout"], path=self.job["solution_path"],
+            source=self.job["solution_source"], module_name="candidate_module", overrides=self.job["overrides"]))
         state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}  # a copy: ours stays private
         # A candidate may build its extension in __init__: construction gets the build's time limit too.
-        built = self.expect_ok(sandbox.request(
+        built = self.expect_ok(self.sandbox.request(
             "construct", self.cfg["timeout"] + self.cfg["compile_timeout"], init_args=self.init_args,
             init_seed=self.cfg["init_seed"], state_dict=state))
-        if class_name == "ModelNew":
-            self.result.compile_s = round(float(built["build_s"]), 3)
-        return sandbox
-
-    def start_worker(self) -> None:
-        """The candidate's worker."""
-        self.sandbox = self.start_sandbox(self.job["solution_path"], self.job["solution_source"], "ModelNew")
-
-    def start_reference_worker(self):
-        """A worker that runs the problem's own Model, so that both sides are timed by identical processes."""
-        try:
-            return self.start_sandbox(self.job["problem_path"], Path(self.job["problem_path"]).read_text(), "Model")
-        except (Verdict, WorkerFailure) as failure_:
-            raise Verdict(Status.RUNTIME_ERROR, f"the reference's worker failed: {failure_}") from None
-
-    def ref_request(self, sandbox: Sandbox, op: str, **args):
-        """A request to the reference's worker; its failures are the problem's, reported as such."""
-        try:
-            return self.expect_ok(sandbox.request(op, self.cfg["timeout"], **args))
-        except (Verdict, WorkerFailure) as failure_:
-            raise Verdict(Status.RUNTIME_ERROR, f"the reference's worker failed: {failure_}") from None
+        self.result.compile_s = round(float(built["build_s"]), 3)
 
     def expect_ok(self, reply):
         """The payload of an 'ok' reply; an error reply ends the pair with its status."""
@@ -253,39 +230,43 @@ class PairJudge:
     # -- timing ------------------------------------------------------------------------------------
 
     def time_pair(self) -> None:
-        """Reference and candidate, each in a worker of its own, in alternating rounds (random order in each)."""
+        """Reference (here) and candidate (in the worker) in alternating rounds, random order within each."""
         cfg = self.cfg
-        ref_sandbox = self.start_reference_worker()
         private = self.make_inputs(cfg["trials"] + cfg["wide_trials"], wide=False)
-        for sandbox in (ref_sandbox, self.sandbox):  # each worker keeps a private copy of these inputs
-            shared = [x.clone() if isinstance(x, torch.Tensor) else x for x in private]
-            self.expect_ok(sandbox.request("set_timing_inputs", cfg["timeout"], inputs=shared))
-            del shared
-        if not cfg["compile_baseline"]:
-            del private
+        shared = [x.clone() if isinstance(x, torch.Tensor) else x for x in private]
+        self.expect_ok(self.sandbox.request("set_timing_inputs", cfg["timeout"], inputs=shared))
+        del shared  # the worker keeps its own copy
         release_cached_memory(self.device)
-        r = self.result
-        r.ref_timer, r.ref_batch = timer_choice(self.ref_request(ref_sandbox, "prepare_timing", warmup=cfg["warmup"]))
-        r.new_timer, r.new_batch = timer_choice(self.expect_ok(
-            self.sandbox.request("prepare_timing", cfg["timeout"], warmup=cfg["warmup"])))
+        timer = timing.Timer(self.device, cfg["cold_cache"])
+
+        def ref_call():
+            with torch.no_grad():
+                return self.model(*private)
+
+        self.result.ref_timer, self.result.ref_batch = timer.prepare(ref_call, cfg["warmup"]), timer.batch
+        prepared = self.expect_ok(self.sandbox.request("prepare_timing", cfg["timeout"], warmup=cfg["warmup"]))
+        method, batch = (prepared.get("method"), prepared.get("batch")) if isinstance(prepared, dict) else (None, None)
+        self.result.new_timer = method if method in timing.METHODS else "unknown"
+        self.result.new_batch = batch if isinstance(batch, int) else None
         clocks = ClockMonitor(self.device.index or 0) if self.device.type == "cuda" else None
+        ref_wall, new_wall = self.result.ref_wall_ms, self.result.new_wall_ms
 
         def ref_sample() -> float:
-            ms, wall = plausible_sample(self.ref_request(ref_sandbox, "time"))
-            r.ref_wall_ms.append(wall)
+            ms, wall = timer.sample()
+            ref_wall.append(wall)
             if clocks:
                 clocks.sample()
             return ms
 
         def new_sample() -> float:
             ms, wall = plausible_sample(self.expect_ok(self.sandbox.request("time", cfg["timeout"])))
-            r.new_wall_ms.append(wall)
+            new_wall.append(wall)
             return ms
 
         ref_ms, new_ms, tight = stats.alternate_rounds(ref_sample, new_sample, cfg, random.Random(self.job["secret"]))
         self.record_timing(ref_ms, new_ms, tight, clocks)
         if cfg["compile_baseline"]:
-            self.time_compiled(private, timing.Timer(self.device, cfg["cold_cache"]))
+            self.time_compiled(private, timer)
 
     def record_timing(self, ref_ms: list, new_ms: list, tight: bool, clocks) -> None:
         """Statistics, roofline figures, clocks and timing flags from the raw samples."""
@@ -352,23 +333,13 @@ class PairJudge:
         return self.result
 
     def finish(self) -> None:
-        """Stop the workers, keep their output, and record the peak memory of every process."""
-        peaks = {"judge": round(timing.peak_memory_mb(self.device), 1)}
-        log = Path(self.job["log_path"])
-        for sandbox, role in zip(self.sandboxes, ("worker", "reference_worker")):
-            info = sandbox.close()
-            try:  # the worker's own word, so checked
-                peaks[role] = round(float(info["peak_mem_mb"]), 1)
-            except (TypeError, KeyError, ValueError):
-                peaks[role] = None
-            log.with_name(log.name.replace(".worker.", f".{role}.")).write_text(sandbox.log.text())
-        self.result.peak_mem_mb = peaks
-
-
-def timer_choice(prepared) -> tuple[str, Optional[int]]:
-    """The timing method and calls per window a worker chose (checked: the worker is untrusted)."""
-    method, batch = (prepared.get("method"), prepared.get("batch")) if isinstance(prepared, dict) else (None, None)
-    return (method if method in timing.METHODS else "unknown"), (batch if isinstance(batch, int) else None)
+        """Stop the worker, keep its output, and record peak memory of both processes."""
+        worker_info = None
+        if self.sandbox is not None:
+            worker_info = self.sandbox.close()
+            Path(self.job["log_path"]).write_text(self.sandbox.log.text())
+        self.result.peak_mem_mb = {"judge": round(timing.peak_memory_mb(self.device), 1),
+                                   "worker": round(worker_info["peak_mem_mb"], 1) if worker_info else None}
 
 
 def plausible_sample(payload) -> tuple[float, float]:

@@ -99,20 +99,18 @@ class Worker:
             torch.cuda.set_device(self.device)
         self.timer = timing.Timer(self.device, cold_cache)
         self.module = self.model = None
-        self.class_name = "ModelNew"
         self.held = []  # outputs the judge may still be reading
         self.timing_inputs = None
 
-    def op_import(self, path: str, source: str, module_name: str, overrides: dict, class_name: str = "ModelNew"):
-        """Import the candidate (load_inline builds run here); class_name is Model for a reference worker."""
+    def op_import(self, path: str, source: str, module_name: str, overrides: dict):
+        """Import the candidate (load_inline builds run here)."""
         CANDIDATE_PATH["path"] = str(path)
         try:
             self.module = load_module(source, path, module_name, overrides)
         except BaseException as exc:  # SystemExit and KeyboardInterrupt from candidate code too
             return ("error", "compile_error", describe(exc))
-        if not isinstance(getattr(self.module, class_name, None), type):
-            return ("error", "compile_error", f"the candidate defines no class {class_name}")
-        self.class_name = class_name
+        if not isinstance(getattr(self.module, "ModelNew", None), type):
+            return ("error", "compile_error", "the candidate defines no class ModelNew")
         return ("ok", {})
 
     def op_construct(self, init_args: list, init_seed: int, state_dict: dict):
@@ -120,7 +118,7 @@ class Worker:
         try:
             torch.manual_seed(init_seed)
             with torch.device(self.device):
-                model = getattr(self.module, self.class_name)(*init_args)
+                model = self.module.ModelNew(*init_args)
             if isinstance(model, torch.nn.Module):
                 copied = copy_matching(model, state_dict)
                 model = model.to(self.device).eval()
@@ -129,7 +127,7 @@ class Worker:
         except BaseException as exc:
             if BUILDS["error"]:  # an extension built in __init__ failed: a compile error, not a runtime one
                 return ("error", "compile_error", "extension build in ModelNew(...) failed: " + BUILDS["error"])
-            return ("error", "runtime_error", f"{self.class_name}(...) raised " + describe(exc))
+            return ("error", "runtime_error", "ModelNew(...) raised " + describe(exc))
         self.model = model
         return ("ok", {"copied_tensors": copied, "build_s": BUILDS["seconds"]})
 
