@@ -338,8 +338,11 @@ class PairJudge:
         if self.sandbox is not None:
             worker_info = self.sandbox.close()
             Path(self.job["log_path"]).write_text(self.sandbox.log.text())
-        self.result.peak_mem_mb = {"judge": round(timing.peak_memory_mb(self.device), 1),
-                                   "worker": round(worker_info["peak_mem_mb"], 1) if worker_info else None}
+        try:  # the worker's own word, so checked
+            worker_peak = round(float(worker_info["peak_mem_mb"]), 1)
+        except (TypeError, KeyError, ValueError):
+            worker_peak = None
+        self.result.peak_mem_mb = {"judge": round(timing.peak_memory_mb(self.device), 1), "worker": worker_peak}
 
 
 def plausible_sample(payload) -> tuple[float, float]:
