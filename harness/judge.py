@@ -7,19 +7,17 @@ from __future__ import annotations
 import copy
 import json
 import os
-import random
 import re
-import statistics
 import sys
 from pathlib import Path
 
 import torch
 
-from harness import check, inputs as inputs_mod, roofline, stats, timing
-from harness.clocks import ClockMonitor
+from harness import check, inputs as inputs_mod, timing
 from harness.config import tolerance_for
+from harness.judge_timing import PairTiming, release_cached_memory
 from harness.load import load_module
-from harness.records import Result, Status, failure, one_line
+from harness.records import WORKER_STATUSES, Result, Status, Verdict, failure, one_line
 from harness.sandbox import Sandbox, WorkerFailure
 from harness.store import write_atomic
 
@@ -28,19 +26,8 @@ NO_CUDA = re.compile(r"not compiled with CUDA|CUDA_HOME|no CUDA GPUs|NVIDIA driv
                      r"Cannot access accelerator|CUDA (driver|runtime|support|is not available)", re.I)
 
 
-WORKER_STATUSES = ("compile_error", "runtime_error")
-
-
-class Verdict(Exception):
-    """Ends the judging of a pair early with a status (the run goes on)."""
-
-    def __init__(self, status: Status, error: str, *flags: str):
-        super().__init__(error)
-        self.status, self.error, self.flags = status, error, list(flags)
-
-
-class PairJudge:
-    """Judges one (problem, candidate) pair on one device."""
+class PairJudge(PairTiming):
+    """Judges one (problem, candidate) pair on one device: correctness here, timing in PairTiming."""
 
     def __init__(self, job: dict):
         self.job, self.cfg = job, job["config"]
@@ -227,93 +214,6 @@ class PairJudge:
         if not all(check.same_bits(a, b) for a, b in zip(reply["items"], again["items"])):
             self.result.flags.append("nondeterministic")
 
-    # -- timing ------------------------------------------------------------------------------------
-
-    def time_pair(self) -> None:
-        """Reference (here) and candidate (in the worker) in alternating rounds, random order within each."""
-        cfg = self.cfg
-        private = self.make_inputs(cfg["trials"] + cfg["wide_trials"], wide=False)
-        shared = [x.clone() if isinstance(x, torch.Tensor) else x for x in private]
-        self.expect_ok(self.sandbox.request("set_timing_inputs", cfg["timeout"], inputs=shared))
-        del shared  # the worker keeps its own copy
-        release_cached_memory(self.device)
-        timer = timing.Timer(self.device, cfg["cold_cache"])
-
-        def ref_call():
-            with torch.no_grad():
-                return self.model(*private)
-
-        self.result.ref_timer, self.result.ref_batch = timer.prepare(ref_call, cfg["warmup"]), timer.batch
-        prepared = self.expect_ok(self.sandbox.request("prepare_timing", cfg["timeout"], warmup=cfg["warmup"]))
-        method, batch = (prepared.get("method"), prepared.get("batch")) if isinstance(prepared, dict) else (None, None)
-        self.result.new_timer = method if method in timing.METHODS else "unknown"
-        self.result.new_batch = batch if isinstance(batch, int) else None
-        clocks = ClockMonitor(self.device.index or 0) if self.device.type == "cuda" else None
-        ref_wall, new_wall = self.result.ref_wall_ms, self.result.new_wall_ms
-
-        def ref_sample() -> float:
-            ms, wall = timer.sample()
-            ref_wall.append(wall)
-            if clocks:
-                clocks.sample()
-            return ms
-
-        def new_sample() -> float:
-            ms, wall = plausible_sample(self.expect_ok(self.sandbox.request("time", cfg["timeout"])))
-            new_wall.append(wall)
-            return ms
-
-        ref_ms, new_ms, tight = stats.alternate_rounds(ref_sample, new_sample, cfg, random.Random(self.job["secret"]))
-        self.record_timing(ref_ms, new_ms, tight, clocks)
-        if cfg["compile_baseline"]:
-            self.time_compiled(private, timer)
-
-    def record_timing(self, ref_ms: list, new_ms: list, tight: bool, clocks) -> None:
-        """Statistics, roofline figures, clocks and timing flags from the raw samples."""
-        summary = stats.speedup_with_ci(ref_ms, new_ms, self.cfg["bootstrap_samples"])
-        for key, value in summary.items():
-            setattr(self.result, key, value)
-        r = self.result
-        r.ref_samples_ms, r.new_samples_ms, r.timing_rounds = ref_ms, new_ms, len(ref_ms)
-        r.tie, r.cache = stats.is_tie(summary), "cold" if self.cfg["cold_cache"] else "hot"
-        r.gbps, r.ref_gbps = self.bytes_moved / (r.new_ms * 1e6), self.bytes_moved / (r.ref_ms * 1e6)
-        if self.flops:
-            r.tflops, r.ref_tflops = self.flops / (r.new_ms * 1e9), self.flops / (r.ref_ms * 1e9)
-        self.record_roofline()
-        if clocks:
-            r.clocks = clocks.summary()
-            if clocks.throttled():
-                r.flags.append("throttled")
-        if not tight:
-            r.flags.append("noisy_timing")
-        if r.speedup > self.cfg["excessive_speedup"]:
-            r.flags.append("excessive_speedup")
-
-    def record_roofline(self) -> None:
-        """Percent of speed of light for both sides; a candidate faster than the floor is flagged."""
-        r = self.result
-        dtype = check.items(self.ref_out_example)[0].dtype if self.ref_out_example is not None else torch.float32
-        peaks = roofline.device_peaks(self.device, dtype, Path(self.job["peaks_dir"]))
-        r.floor_ms = roofline.floor_ms(self.bytes_moved, self.flops, peaks)
-        r.sol_pct, r.ref_sol_pct = roofline.sol_pct(r.floor_ms, r.new_ms), roofline.sol_pct(r.floor_ms, r.ref_ms)
-        if r.new_ms < roofline.BELOW_FLOOR * r.floor_ms:
-            r.flags.append("below_roofline")
-
-    def time_compiled(self, inputs: list, timer: timing.Timer) -> None:
-        """torch.compile of the reference, timed the same way: a second baseline (not part of the verdict)."""
-        try:
-            compiled = torch.compile(self.model)
-
-            def call():
-                with torch.no_grad():
-                    return compiled(*inputs)
-
-            timer.prepare(call, self.cfg["warmup"])
-            self.result.compiled_ms = statistics.median(timer.sample()[0] for _ in range(self.cfg["min_rounds"]))
-        except Exception as exc:  # a baseline that cannot compile is reported, never fatal
-            self.result.compiled_ms = None
-            self.result.compiled_error = one_line(f"{type(exc).__name__}: {exc}", 200)
-
     # -- the whole pair ----------------------------------------------------------------------------
 
     def run(self) -> Result:
@@ -345,28 +245,11 @@ class PairJudge:
         self.result.peak_mem_mb = {"judge": round(timing.peak_memory_mb(self.device), 1), "worker": worker_peak}
 
 
-def plausible_sample(payload) -> tuple[float, float]:
-    """A worker's timing sample, [ms, wall ms]: both must be positive, finite numbers."""
-    try:
-        ms, wall = (float(x) for x in payload)
-    except (TypeError, ValueError):
-        raise Verdict(Status.CRASH, f"malformed timing reply from the worker: {str(payload)[:200]}") from None
-    if not (0 < ms < float("inf") and 0 < wall < float("inf")):
-        raise Verdict(Status.CRASH, f"implausible timing sample from the worker: {ms!r} ms, wall {wall!r} ms")
-    return ms, wall
-
-
 def first_compiler_error(log: str) -> str:
     """': file:line: error: ...' for the first compiler error in a build log, or ''."""
     match = (re.search(r"([^\s/]+:\d+(?::\d+)?:\s*(?:fatal )?error[: ].*)", log)
              or re.search(r"((?:\S+: )?error: .*)", log))
     return f": {match.group(1).strip()}" if match else ""
-
-
-def release_cached_memory(device: torch.device) -> None:
-    """Hand this process's cached GPU blocks back, so the worker can use the memory."""
-    if device.type == "cuda":
-        torch.cuda.empty_cache()
 
 
 def gpu_name(device: torch.device):

@@ -36,6 +36,17 @@ FLAGS = (
 )
 
 
+WORKER_STATUSES = ("compile_error", "runtime_error")
+
+
+class Verdict(Exception):
+    """Ends the judging of a pair early with a status (the run goes on)."""
+
+    def __init__(self, status: Status, error: str, *flags: str):
+        super().__init__(error)
+        self.status, self.error, self.flags = status, error, list(flags)
+
+
 @dataclass
 class Result:
     """One line of results.jsonl; field names are part of the CLI contract."""

@@ -1,7 +1,9 @@
 """Judge helpers that need no worker."""
 import pytest
 
-from harness.judge import Verdict, first_compiler_error, plausible_sample
+from harness.judge import first_compiler_error
+from harness.judge_timing import plausible_sample
+from harness.records import Verdict
 
 
 def test_worker_timing_samples_must_be_plausible():
