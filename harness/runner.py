@@ -136,21 +136,20 @@ def judge_timeout(cfg: dict) -> float:
     return cfg["compile_timeout"] + cfg["timeout"] * requests + 2 * cfg["max_timing_s"] + 120
 
 
-def evaluate_pair(pair: discover.Pair, ctx: RunContext) -> Result:
-    """Judge one pair in its own process; whatever happens, return one Result."""
+def evaluate_pair(pair: discover.Pair, source: Optional[str], early: Optional[Result], key: str,
+                  ctx: RunContext) -> Result:
+    """Judge one pair in its own process (unless `early` already ended it); always one Result."""
     started = time.monotonic()
-    source, early = read_candidate(pair)
-    key = pair_key(pair, source or "", ctx)
     if early is None:
         early = skip_for_device(pair, source, ctx.device)
-    result = early or run_judge(pair, source, key, ctx)
+    result = early or run_judge(pair, source, ctx)
     result.key, result.device = key, result.device or ctx.device
     result.problem_path, result.solution_path = relative(pair.problem_path), relative(pair.solution_path)
     result.wall_s = round(time.monotonic() - started, 3)
     return result
 
 
-def run_judge(pair: discover.Pair, source: str, key: str, ctx: RunContext) -> Result:
+def run_judge(pair: discover.Pair, source: str, ctx: RunContext) -> Result:
     """Spawn `python -m harness.judge` for the pair and read back its Result."""
     log_dir = ctx.run_dir / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -201,13 +200,13 @@ def run_pairs(pairs: list, ctx: RunContext, resume: bool,
         done = {r.get("key"): Result.from_dict(r) for r in records}
     results = []
     for pair in pairs:
-        source, _ = read_candidate(pair)
+        source, early = read_candidate(pair)
         key = pair_key(pair, source or "", ctx)
         on_start(pair)
         if key in done:
             results.append(done[key])
         else:
-            result = evaluate_pair(pair, ctx)
+            result = evaluate_pair(pair, source, early, key, ctx)
             store.append_jsonl(results_path, result.to_dict())
             results.append(result)
         on_result(results)
