@@ -17,6 +17,11 @@ def trial_seed(secret: int, problem: str, trial: int) -> int:
     return int.from_bytes(digest[:8], "little") & (2**63 - 1)
 
 
+def clone_tensors(values: list) -> list:
+    """Copies of the tensors in a list (other values as they are): the memory a peer gets to keep."""
+    return [x.clone() if isinstance(x, torch.Tensor) else x for x in values]
+
+
 def to_device(x, device: torch.device):
     """Move tensors to the device; leave other values alone."""
     return x.to(device) if isinstance(x, torch.Tensor) else x

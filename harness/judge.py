@@ -150,7 +150,7 @@ class PairJudge(PairTiming):
                 self.bytes_moved = inputs_mod.nbytes(inputs) + param_bytes(self.model) + inputs_mod.nbytes(ref_out)
                 self.ref_out_example = [torch.empty(0, dtype=t.dtype) for t in check.items(ref_out)]
             truth = self.truth(inputs, ref_out)
-            shared = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+            shared = inputs_mod.clone_tensors(inputs)
             try:
                 reply = self.run_candidate(shared, ref_out)
             except Verdict as verdict:

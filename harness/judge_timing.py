@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from harness import check, roofline, stats, timing
+from harness import check, inputs as inputs_mod, roofline, stats, timing
 from harness.clocks import ClockMonitor
 from harness.records import Status, Verdict, one_line
 
@@ -20,7 +20,7 @@ class PairTiming:
         """Reference (here) and candidate (in the worker) in alternating rounds, random order within each."""
         cfg = self.cfg
         private = self.make_inputs(cfg["trials"] + cfg["wide_trials"], wide=False)
-        shared = [x.clone() if isinstance(x, torch.Tensor) else x for x in private]
+        shared = inputs_mod.clone_tensors(private)
         self.expect_ok(self.sandbox.request("set_timing_inputs", cfg["timeout"], inputs=shared))
         del shared  # the worker keeps its own copy
         release_cached_memory(self.device)

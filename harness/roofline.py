@@ -11,30 +11,16 @@ from typing import Optional
 import torch
 
 from harness.store import write_atomic
+from harness.timing import Timer
 
 BELOW_FLOOR = 0.95  # a time under 95% of the roofline floor is faster than the hardware allows
 
 
 def measure_ms(fn, device: torch.device, repeats: int) -> float:
     """Best milliseconds of fn (CUDA events on a GPU, a wall clock on the CPU), after one warm-up: a peak."""
-    import time
-
+    timer = Timer(device, cold_cache=False)
     fn()
-    times = []
-    for _ in range(repeats):
-        if device.type == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            torch.cuda.synchronize(device)
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end))
-        else:
-            t0 = time.perf_counter()
-            fn()
-            times.append((time.perf_counter() - t0) * 1e3)
-    return min(times)
+    return min(timer.window(fn, same_stream=True)[0] for _ in range(repeats))
 
 
 def measure_peaks(device: torch.device, dtype: torch.dtype) -> dict:

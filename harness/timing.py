@@ -117,12 +117,12 @@ class Timer:
     def once(self) -> None:
         self.fn()
 
-    def window(self, body: Callable[[], object], graph: bool = False) -> tuple[float, float]:
+    def window(self, body: Callable[[], object], same_stream: bool = False) -> tuple[float, float]:
         """(event ms, wall ms) of body; the wall clock always runs until a device-wide synchronize.
 
         A plain call may leave work on other streams, so its end event is recorded after the device-wide
-        synchronize. A graph replay cannot (capture fails unless every stream it forks joins back), so its
-        end event goes right behind it on the stream, free of the host's wake-up latency.
+        synchronize. Work known to stay on the current stream (a graph replay: capture fails unless every
+        stream it forks joins back) gets its end event right behind it, free of the host's wake-up latency.
         """
         self.sync()
         if not self.is_cuda:
@@ -134,11 +134,11 @@ class Timer:
         wall_start = _perf_counter_ns()
         start.record()
         body()
-        if graph:
+        if same_stream:
             end.record()
         _synchronize(self.device)  # side-stream work launched by body counts
         wall = (_perf_counter_ns() - wall_start) / 1e6
-        if not graph:
+        if not same_stream:
             end.record()
         end.synchronize()
         return start.elapsed_time(end), wall
@@ -149,8 +149,8 @@ class Timer:
             self.flush()
             return self.window(self.once)
         if self.method == "cuda_graph":
-            full = self.window(self.graphs[0].replay, graph=True)
-            flush_only = self.window(self.graphs[1].replay, graph=True) if self.graphs[1] else (0.0, 0.0)
+            full = self.window(self.graphs[0].replay, same_stream=True)
+            flush_only = self.window(self.graphs[1].replay, same_stream=True) if self.graphs[1] else (0.0, 0.0)
         else:
             full, flush_only = self.window(self.batched_calls), self.window(self.batched_flushes)
         return tuple(max((a - b) / self.batch, FLOOR_MS) for a, b in zip(full, flush_only))

@@ -12,6 +12,7 @@ import traceback
 
 from harness import timing  # first: binds the timers before any candidate code can patch them
 from harness import channel
+from harness.inputs import clone_tensors
 from harness.load import load_module
 
 import torch
@@ -152,7 +153,7 @@ class Worker:
         pages): the reference reads private memory in the judge, so the candidate does the same here.
         """
         self.held = []
-        self.timing_inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+        self.timing_inputs = clone_tensors(inputs)
         return ("ok", {})
 
     def call_for_timing(self):
