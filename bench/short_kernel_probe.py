@@ -66,3 +66,32 @@ for k in (12, 29):
     full, only = graph_of(lambda: flush_then_discard(k)), graph_of(lambda: [buf.add_(1) for _ in range(k)])
     diffs = sorted(replay_ms(full, 1) - replay_ms(only, 1) for _ in range(50))
     print(f"discarded outputs, k={k}: interleaved median {diffs[25] / k * 1e3:.2f} us/call")
+
+
+def idle_then(first, second, k, idle_s=0.005, reps=50):
+    """Median of (first - second) per call when each sample follows an idle gap, like the harness's rounds."""
+    import time
+    diffs = []
+    for _ in range(reps):
+        time.sleep(idle_s)
+        a = replay_ms(first, 1)
+        diffs.append(a - replay_ms(second, 1))
+    return sorted(diffs)[reps // 2] / k * 1e3
+
+
+def idle_abba(full, only, k, idle_s=0.005, reps=50):
+    """The harness's sample since the fix: an untimed flush replay, then full, flush, flush, full."""
+    import time
+    diffs = []
+    for _ in range(reps):
+        time.sleep(idle_s)
+        only.replay()
+        a1, b1, b2, a2 = (replay_ms(g, 1) for g in (full, only, only, full))
+        diffs.append((a1 + a2 - b1 - b2) / 2)
+    return sorted(diffs)[reps // 2] / k * 1e3
+
+
+for k in (12, 29):
+    full, only = graph_of(lambda: flush_then_discard(k)), graph_of(lambda: [buf.add_(1) for _ in range(k)])
+    print(f"idle gaps, k={k}: full first {idle_then(full, only, k):.2f} us/call, "
+          f"flush first {-idle_then(only, full, k):.2f} us/call, ABBA {idle_abba(full, only, k):.2f} us/call")

@@ -34,7 +34,7 @@ class PairJudge(PairTiming):
         self.device = torch.device(job["device"])
         self.result = Result(problem=job["problem"], solution=job["solution"], status=Status.CORRECT.value,
                              device=str(self.device), gpu=gpu_name(self.device))
-        self.sandbox = None
+        self.sandbox = self.ref_sandbox = None  # the candidate's worker; the reference's timing worker
         self.truth_model = None
         self.flops = self.bytes_moved = 0
         self.ref_out_example = None
@@ -93,24 +93,33 @@ class PairJudge(PairTiming):
     # -- the candidate side ------------------------------------------------------------------------
 
     def start_worker(self) -> None:
-        """Start the worker, import the candidate (timing the build) and construct ModelNew."""
+        """Start the candidate's worker: import the candidate (timing the build) and construct ModelNew."""
+        self.sandbox = self.spawn_worker()
+        built = self.load_into(self.sandbox, self.job["solution_path"], self.job["solution_source"], "ModelNew")
+        self.result.compile_s = round(float(built["build_s"]), 3)
+
+    def spawn_worker(self) -> Sandbox:
+        """A fresh worker process on this pair's device."""
         env = {"TORCH_EXTENSIONS_DIR": self.job["build_dir"]}
         if self.device.type == "cuda" and "TORCH_CUDA_ARCH_LIST" not in os.environ:
             major, minor = torch.cuda.get_device_capability(self.device)
             env["TORCH_CUDA_ARCH_LIST"] = f"{major}.{minor}"  # build for this GPU only: much faster
-        self.sandbox = Sandbox((str(self.device), self.cfg["cold_cache"]), env,
-                               self.cfg["output_limit_bytes"], self.cfg["kill_grace_s"])
-        self.expect_ok(self.sandbox.request(
-            "import", self.cfg["compile_timeout"], path=self.job["solution_path"],
-            source=self.job["solution_source"], module_name="candidate_module", overrides=self.job["overrides"]))
+        return Sandbox((str(self.device), self.cfg["cold_cache"]), env,
+                       self.cfg["output_limit_bytes"], self.cfg["kill_grace_s"])
+
+    def load_into(self, sandbox: Sandbox, path: str, source: str, class_name: str) -> dict:
+        """Import a module in a worker and build its class with the reference's init inputs and weights."""
+        self.expect_ok(sandbox.request(
+            "import", self.cfg["compile_timeout"], path=path, source=source,
+            module_name="reference_module" if class_name == "Model" else "candidate_module",
+            overrides=self.job["overrides"], class_name=class_name), sandbox)
         state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}  # a copy: ours stays private
         # A candidate may build its extension in __init__: construction gets the build's time limit too.
-        built = self.expect_ok(self.sandbox.request(
+        return self.expect_ok(sandbox.request(
             "construct", self.cfg["timeout"] + self.cfg["compile_timeout"], init_args=self.init_args,
-            init_seed=self.cfg["init_seed"], state_dict=state))
-        self.result.compile_s = round(float(built["build_s"]), 3)
+            init_seed=self.cfg["init_seed"], state_dict=state), sandbox)
 
-    def expect_ok(self, reply):
+    def expect_ok(self, reply, sandbox: Sandbox | None = None):
         """The payload of an 'ok' reply; an error reply ends the pair with its status."""
         if isinstance(reply, tuple) and len(reply) == 2 and reply[0] == "ok":
             return reply[1]
@@ -120,7 +129,7 @@ class PairJudge(PairTiming):
         status, message = Status(reply[1]), str(reply[2])
         build_failure = re.search(r"Error building extension '[^']*'", message)
         if status == Status.COMPILE_ERROR and build_failure:  # torch quotes the whole build log: keep its gist
-            details = message[build_failure.end():] + "\n" + self.sandbox.log.text()
+            details = message[build_failure.end():] + "\n" + (sandbox or self.sandbox).log.text()
             message = message[:build_failure.end()] + first_compiler_error(details)
         if self.device.type == "cpu" and NO_CUDA.search(message):
             raise Verdict(Status.SKIPPED, f"needs a CUDA GPU, device is cpu ({message})")
@@ -235,6 +244,8 @@ class PairJudge(PairTiming):
     def finish(self) -> None:
         """Stop the worker, keep its output, and record peak memory of both processes."""
         worker_info = None
+        if self.ref_sandbox is not None:
+            self.ref_sandbox.close()
         if self.sandbox is not None:
             worker_info = self.sandbox.close()
             Path(self.job["log_path"]).write_text(self.sandbox.log.text())

@@ -1,4 +1,4 @@
-"""The timing phase of a pair: reference (in the judge) and candidate (in its worker) in alternating rounds,
+"""The timing phase of a pair: reference and candidate, each in a worker, in alternating rounds,
 then statistics, roofline figures, clocks and the timing flags. Mixed into PairJudge."""
 from __future__ import annotations
 
@@ -11,49 +11,59 @@ import torch
 from harness import check, inputs as inputs_mod, roofline, stats, timing
 from harness.clocks import ClockMonitor
 from harness.records import Status, Verdict, one_line
+from harness.sandbox import WorkerFailure
 
 
 class PairTiming:
     """Timing methods of PairJudge (which provides cfg, job, device, model, result, sandbox and helpers)."""
 
     def time_pair(self) -> None:
-        """Reference (here) and candidate (in the worker) in alternating rounds, random order within each."""
+        """Reference and candidate, each in its own worker, in alternating rounds, random order within each.
+
+        The reference is timed in a worker too (trusted code, the same weights) so that both sides run
+        under the same timing code in the same kind of process: an A/A pair must come out a tie.
+        """
         cfg = self.cfg
         private = self.make_inputs(cfg["trials"] + cfg["wide_trials"], wide=False)
-        shared = inputs_mod.clone_tensors(private)
-        self.expect_ok(self.sandbox.request("set_timing_inputs", cfg["timeout"], inputs=shared))
-        del shared  # the worker keeps its own copy
         release_cached_memory(self.device)
-        timer = timing.Timer(self.device, cfg["cold_cache"])
-
-        def ref_call():
-            with torch.no_grad():
-                return self.model(*private)
-
-        self.result.ref_timer, self.result.ref_batch = timer.prepare(ref_call, cfg["warmup"]), timer.batch
-        prepared = self.expect_ok(self.sandbox.request("prepare_timing", cfg["timeout"], warmup=cfg["warmup"]))
-        method, batch = (prepared.get("method"), prepared.get("batch")) if isinstance(prepared, dict) else (None, None)
-        self.result.new_timer = method if method in timing.METHODS else "unknown"
-        self.result.new_batch = batch if isinstance(batch, int) else None
+        try:
+            self.ref_sandbox = self.spawn_worker()
+            self.load_into(self.ref_sandbox, self.job["problem_path"], Path(self.job["problem_path"]).read_text(),
+                           "Model")
+            ref_method, ref_batch = self.prepare_side(self.ref_sandbox, private)
+        except (Verdict, WorkerFailure) as exc:  # the reference is trusted: this is the harness's failure
+            raise Verdict(Status.CRASH, f"the reference's timing worker failed: {exc}") from None
+        self.result.ref_timer, self.result.ref_batch = ref_method, ref_batch
+        self.result.new_timer, self.result.new_batch = self.prepare_side(self.sandbox, private)
         clocks = ClockMonitor(self.device.index or 0) if self.device.type == "cuda" else None
-        ref_wall, new_wall = self.result.ref_wall_ms, self.result.new_wall_ms
 
         def ref_sample() -> float:
-            ms, wall = timer.sample()
-            ref_wall.append(wall)
+            try:
+                ms, wall = plausible_sample(self.expect_ok(self.ref_sandbox.request("time", cfg["timeout"])))
+            except (Verdict, WorkerFailure) as exc:
+                raise Verdict(Status.CRASH, f"the reference's timing worker failed: {exc}") from None
+            self.result.ref_wall_ms.append(wall)
             if clocks:
                 clocks.sample()
             return ms
 
         def new_sample() -> float:
             ms, wall = plausible_sample(self.expect_ok(self.sandbox.request("time", cfg["timeout"])))
-            new_wall.append(wall)
+            self.result.new_wall_ms.append(wall)
             return ms
 
         ref_ms, new_ms, tight = stats.alternate_rounds(ref_sample, new_sample, cfg, random.Random(self.job["secret"]))
         self.record_timing(ref_ms, new_ms, tight, clocks)
         if cfg["compile_baseline"]:
-            self.time_compiled(private, timer)
+            self.time_compiled(private, timing.Timer(self.device, cfg["cold_cache"]))
+
+    def prepare_side(self, sandbox, inputs: list) -> tuple:
+        """Give a worker its own copy of the timing inputs and let it warm up; its (method, batch)."""
+        self.expect_ok(sandbox.request("set_timing_inputs", self.cfg["timeout"], inputs=inputs_mod.clone_tensors(inputs)))
+        release_cached_memory(self.device)
+        prepared = self.expect_ok(sandbox.request("prepare_timing", self.cfg["timeout"], warmup=self.cfg["warmup"]))
+        method, batch = (prepared.get("method"), prepared.get("batch")) if isinstance(prepared, dict) else (None, None)
+        return (method if method in timing.METHODS else "unknown"), (batch if isinstance(batch, int) else None)
 
     def record_timing(self, ref_ms: list, new_ms: list, tight: bool, clocks) -> None:
         """Statistics, roofline figures, clocks and timing flags from the raw samples."""

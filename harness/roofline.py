@@ -20,17 +20,12 @@ def measure_ms(fn, device: torch.device, repeats: int) -> float:
     """Best milliseconds of fn (CUDA events on a GPU, a wall clock on the CPU), after one warm-up: a peak."""
     timer = Timer(device, cold_cache=False)
     fn()
-    return min(timer.window(fn, same_stream=True)[0] for _ in range(repeats))
+    return min(timer.window(fn)[0] for _ in range(repeats))
 
 
 def measure_peaks(device: torch.device, dtype: torch.dtype) -> dict:
     """Copy bandwidth (bytes read + written per second) and matmul FLOP/s in `dtype` on this device."""
     big = device.type == "cuda"
-    nbytes = (2 << 30) if big else (256 << 20)
-    src = torch.ones(nbytes // 4, dtype=torch.float32, device=device)  # 4-byte elements: the fast copy path
-    dst = torch.empty_like(src)
-    copy_ms = measure_ms(lambda: dst.copy_(src), device, 10)
-    del src, dst
     n = 8192 if big else 1024
     # Random data (zeros run faster than real inputs), from a generator of our own: the default one may
     # be left mid-capture by a CUDA graph that failed to capture in this process.
@@ -38,7 +33,14 @@ def measure_peaks(device: torch.device, dtype: torch.dtype) -> dict:
     a = torch.randn(n, n, device=device, generator=generator).to(dtype)
     b = torch.randn(n, n, device=device, generator=generator).to(dtype)
     mm_ms = measure_ms(lambda: a @ b, device, 10 if big else 3)
-    return {"copy_gbps": 2 * nbytes / (copy_ms * 1e6), "matmul_tflops": 2 * n**3 / (mm_ms * 1e9)}
+    return {"copy_gbps": copy_gbps(device, (2 << 30) if big else (256 << 20)), "matmul_tflops": 2 * n**3 / (mm_ms * 1e9)}
+
+
+def copy_gbps(device: torch.device, nbytes: int) -> float:
+    """Best copy bandwidth (bytes read + written per second) of a device-to-device copy of nbytes."""
+    src = torch.ones(nbytes // 4, dtype=torch.float32, device=device)  # 4-byte elements: the fast copy path
+    dst = torch.empty_like(src)
+    return 2 * nbytes / (measure_ms(lambda: dst.copy_(src), device, 10) * 1e6)
 
 
 def device_peaks(device: torch.device, dtype: torch.dtype, cache_dir: Path) -> dict:

@@ -2,8 +2,9 @@
 
 The timer functions are bound when this module is imported, which the worker does before it imports
 any candidate code, so a candidate that patches `time` or `torch.cuda.Event` later does not reach them.
-Every window ends with a device-wide synchronize, so work a call leaves on other streams is counted,
-and a host wall-clock reading is taken around the same window.
+Every window ends with a device-wide synchronize, so work a call leaves on other streams is counted
+(by the host's clock, beyond the current stream's end event), and a host wall-clock reading is taken
+around the same window.
 """
 from __future__ import annotations
 
@@ -55,6 +56,7 @@ class Timer:
         self.method = "cuda_event" if self.is_cuda else "perf_counter"
         self.fn, self.batch = None, 1
         self.graphs = None
+        self.idle_sync_ms = self.measure_idle_sync_ms()
 
     def flush_bytes(self) -> int:
         """max(2 x L2, 128 MiB) on a GPU; twice the last-level cache on the CPU."""
@@ -117,12 +119,13 @@ class Timer:
     def once(self) -> None:
         self.fn()
 
-    def window(self, body: Callable[[], object], same_stream: bool = False) -> tuple[float, float]:
-        """(event ms, wall ms) of body; the wall clock always runs until a device-wide synchronize.
+    def window(self, body: Callable[[], object]) -> tuple[float, float]:
+        """(ms, wall ms) of body, from an idle device until the device is idle again.
 
-        A plain call may leave work on other streams, so its end event is recorded after the device-wide
-        synchronize. Work known to stay on the current stream (a graph replay: capture fails unless every
-        stream it forks joins back) gets its end event right behind it, free of the host's wake-up latency.
+        The end event, recorded right behind body on the current stream, times body's work there free of
+        the host's wake-up latency. Work body left on other streams (or that its threads queued) is
+        counted too: the host waits for the end event, then for the whole device, and whatever that
+        second wait took beyond a synchronize of an idle device is added to the sample.
         """
         self.sync()
         if not self.is_cuda:
@@ -134,14 +137,25 @@ class Timer:
         wall_start = _perf_counter_ns()
         start.record()
         body()
-        if same_stream:
-            end.record()
-        _synchronize(self.device)  # side-stream work launched by body counts
-        wall = (_perf_counter_ns() - wall_start) / 1e6
-        if not same_stream:
-            end.record()
+        end.record()
         end.synchronize()
-        return start.elapsed_time(end), wall
+        reached_end = _perf_counter_ns()
+        _synchronize(self.device)
+        idle = _perf_counter_ns()
+        tail_ms = max(0.0, (idle - reached_end) / 1e6 - self.idle_sync_ms)
+        return start.elapsed_time(end) + tail_ms, (idle - wall_start) / 1e6
+
+    def measure_idle_sync_ms(self) -> float:
+        """What a device-wide synchronize costs the host when nothing is running (median of 21)."""
+        if not self.is_cuda:
+            return 0.0
+        costs = []
+        for _ in range(21):
+            _synchronize(self.device)
+            before = _perf_counter_ns()
+            _synchronize(self.device)
+            costs.append((_perf_counter_ns() - before) / 1e6)
+        return statistics.median(costs)
 
     def sample(self) -> tuple[float, float]:
         """One sample of the prepared function: (ms per call, wall ms per call)."""
@@ -149,11 +163,17 @@ class Timer:
             self.flush()
             return self.window(self.once)
         if self.method == "cuda_graph":
-            full = self.window(self.graphs[0].replay, same_stream=True)
-            flush_only = self.window(self.graphs[1].replay, same_stream=True) if self.graphs[1] else (0.0, 0.0)
+            graph_calls, graph_flushes = self.graphs
+            calls, flushes = graph_calls.replay, graph_flushes.replay if graph_flushes else None
         else:
-            full, flush_only = self.window(self.batched_calls), self.window(self.batched_flushes)
-        return tuple(max((a - b) / self.batch, FLOOR_MS) for a, b in zip(full, flush_only))
+            calls, flushes = self.batched_calls, self.batched_flushes if self.cold_cache else None
+        # The GPU comes back from idle (the other side's turn, the IPC between) at another clock, which
+        # biases whichever window runs first: one untimed batch first, then calls and flushes in
+        # A B B A order, so that a drift within the sample cancels from the difference.
+        (flushes or calls)()
+        timed = [self.window(body) if body else (0.0, 0.0)
+                 for body in (calls, flushes, flushes, calls)]
+        return tuple(max((a1 + a2 - b1 - b2) / (2 * self.batch), FLOOR_MS) for a1, b1, b2, a2 in zip(*timed))
 
     def batched_calls(self) -> None:
         for _ in range(self.batch):

@@ -1,5 +1,8 @@
 """The untrusted process: imports the candidate, builds ModelNew, runs and times it on the judge's request.
 
+The judge times the reference with this same code in a second worker of its own (class `Model`), so
+that both sides are measured by one code path in one kind of process.
+
 Nothing this process says is trusted by the judge: it checks outputs itself and unpickles replies with
 an allow-list. The worker only makes honest candidates easy to measure.
 """
@@ -100,18 +103,20 @@ class Worker:
             torch.cuda.set_device(self.device)
         self.timer = timing.Timer(self.device, cold_cache)
         self.module = self.model = None
+        self.class_name = "ModelNew"
         self.held = []  # outputs the judge may still be reading
         self.timing_inputs = None
 
-    def op_import(self, path: str, source: str, module_name: str, overrides: dict):
-        """Import the candidate (load_inline builds run here)."""
+    def op_import(self, path: str, source: str, module_name: str, overrides: dict, class_name: str = "ModelNew"):
+        """Import the candidate (load_inline builds run here); class_name is the class to build."""
         CANDIDATE_PATH["path"] = str(path)
+        self.class_name = class_name
         try:
             self.module = load_module(source, path, module_name, overrides)
         except BaseException as exc:  # SystemExit and KeyboardInterrupt from candidate code too
             return ("error", "compile_error", describe(exc))
-        if not isinstance(getattr(self.module, "ModelNew", None), type):
-            return ("error", "compile_error", "the candidate defines no class ModelNew")
+        if not isinstance(getattr(self.module, class_name, None), type):
+            return ("error", "compile_error", f"the candidate defines no class {class_name}")
         return ("ok", {})
 
     def op_construct(self, init_args: list, init_seed: int, state_dict: dict):
@@ -119,7 +124,7 @@ class Worker:
         try:
             torch.manual_seed(init_seed)
             with torch.device(self.device):
-                model = self.module.ModelNew(*init_args)
+                model = getattr(self.module, self.class_name)(*init_args)
             if isinstance(model, torch.nn.Module):
                 copied = copy_matching(model, state_dict)
                 model = model.to(self.device).eval()
@@ -127,8 +132,8 @@ class Worker:
                 copied = 0
         except BaseException as exc:
             if BUILDS["error"]:  # an extension built in __init__ failed: a compile error, not a runtime one
-                return ("error", "compile_error", "extension build in ModelNew(...) failed: " + BUILDS["error"])
-            return ("error", "runtime_error", "ModelNew(...) raised " + describe(exc))
+                return ("error", "compile_error", f"extension build in {self.class_name}(...) failed: " + BUILDS["error"])
+            return ("error", "runtime_error", f"{self.class_name}(...) raised " + describe(exc))
         self.model = model
         return ("ok", {"copied_tensors": copied, "build_s": BUILDS["seconds"]})
 
@@ -237,6 +242,8 @@ def main() -> None:
     """Entry point: python -m harness.worker (the judge sets the environment)."""
     die_with_parent()
     instrument_builds()
+    torch.backends.cuda.matmul.allow_tf32 = False  # the judge's settings: full float32 unless code opts in
+    torch.backends.cudnn.allow_tf32 = False
     conn = channel.connect(os.environ["HARNESS_SOCKET"], bytes.fromhex(os.environ.pop("HARNESS_AUTHKEY")))
     device, cold = conn.recv()
     serve(conn, Worker(device, cold))
