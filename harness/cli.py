@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -58,6 +60,8 @@ def main(argv=None) -> int:
         return list_command(argv[1:])
     if argv[:1] == ["report"]:
         return report_command(argv[1:])
+    if argv[:1] == ["lint"]:
+        return lint_command(argv[1:])
     args = run_parser().parse_args(argv)
     try:
         return evaluate(args, argv)
@@ -140,6 +144,34 @@ def list_command(argv: list) -> int:
         console.print(f"[bold]{path.stem}[/]  {shown}\n    candidates: {', '.join(candidates) or '(none)'}",
                       highlight=False)
     return 0
+
+
+def lint_command(argv: list) -> int:
+    """Check problems for references that ignore their inputs or that zeros or a constant would pass."""
+    parser = argparse.ArgumentParser(prog="run.py lint", description=lint_command.__doc__,
+                                     epilog="exit status: 0 no findings, 1 findings, 2 usage error.")
+    parser.add_argument("--problem", action="append", required=True, metavar="NAME_OR_PATH")
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
+    args = parser.parse_args(argv)
+    try:
+        discover.parse_set(args.set)
+        paths = [p for name in args.problem for p in discover.resolve_problem(name)]
+        device = runner.resolve_device(args.device, runner.probe_environment())
+    except (ConfigError, discover.DiscoveryError, runner.UsageError) as exc:
+        return fail(str(exc))
+    console, found = report.wide_console(), 0
+    for path in paths:  # in a subprocess: this process never imports torch
+        proc = subprocess.run([sys.executable, "-m", "harness.lint", str(path), device, *args.set],
+                              cwd=runner.ROOT, capture_output=True, text=True)
+        try:
+            findings = json.loads(proc.stdout.strip().splitlines()[-1])["findings"]
+        except (ValueError, IndexError, KeyError):
+            findings = [f"lint failed: {proc.stderr.strip()[-300:]}"]
+        found += len(findings)
+        verdict = "[green]ok[/]" if not findings else "[red]" + "; ".join(findings) + "[/]"
+        console.print(f"{path.stem}: {verdict}", highlight=False)
+    return 1 if found else 0
 
 
 def report_command(argv: list) -> int:

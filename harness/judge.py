@@ -1,6 +1,6 @@
 """The trusted process of one pair: reference outputs, the worker, comparisons, guards and statistics.
 
-It imports the problem, never the candidate. Usage: python -m harness.judge JOB.json
+It imports the problem, never the candidate. Usage: python -m harness.judge < JOB.json > RESULT.json
 """
 from __future__ import annotations
 
@@ -18,8 +18,7 @@ from harness.config import tolerance_for
 from harness.judge_timing import PairTiming, release_cached_memory
 from harness.load import load_module
 from harness.records import WORKER_STATUSES, Result, Status, Verdict, failure, one_line
-from harness.sandbox import Sandbox, WorkerFailure
-from harness.store import write_atomic
+from harness.sandbox import Sandbox, WorkerFailure, adopt_orphans, kill_orphans, make_undumpable, my_children
 
 # Messages that mean "this needs a GPU", not "this is broken", when running on the CPU.
 NO_CUDA = re.compile(r"not compiled with CUDA|CUDA_HOME|no CUDA GPUs|NVIDIA driver|cuda_runtime|nvcc|"
@@ -35,6 +34,10 @@ class PairJudge(PairTiming):
         self.result = Result(problem=job["problem"], solution=job["solution"], status=Status.CORRECT.value,
                              device=str(self.device), gpu=gpu_name(self.device))
         self.sandbox = self.ref_sandbox = None  # the candidate's worker; the reference's timing worker
+        # torch's shared-memory manager (CPU tensors cross to workers through it) is our child too:
+        # started now, before any worker exists, it is known as ours and spared when orphans are killed.
+        torch.empty(1).share_memory_()
+        self.helpers = frozenset(my_children())
         self.truth_model = None
         self.flops = self.bytes_moved = 0
         self.ref_out_example = None
@@ -44,7 +47,8 @@ class PairJudge(PairTiming):
     def load_reference(self) -> None:
         """Import the problem with --set overrides and build Model under the init seed."""
         try:
-            source = Path(self.job["problem_path"]).read_text()
+            # Read once: a candidate may rewrite the file on disk before the reference's timing worker starts.
+            self.problem_source = source = Path(self.job["problem_path"]).read_text()
             self.problem = load_module(source, self.job["problem_path"], "problem_module", self.job["overrides"])
             for name in ("Model", "get_inputs", "get_init_inputs"):
                 if not hasattr(self.problem, name):
@@ -249,6 +253,7 @@ class PairJudge(PairTiming):
         if self.sandbox is not None:
             worker_info = self.sandbox.close()
             Path(self.job["log_path"]).write_text(self.sandbox.log.text())
+        self.result.orphans_killed = kill_orphans(self.helpers) or None  # processes the workers left behind
         try:  # the worker's own word, so checked
             worker_peak = round(float(worker_info["peak_mem_mb"]), 1)
         except (TypeError, KeyError, ValueError):
@@ -284,19 +289,29 @@ def free_memory(device: torch.device) -> int:
     return 0
 
 
-def main(job_path: str) -> None:
-    """Judge the pair a job file describes and write its Result next to it."""
-    job = json.loads(Path(job_path).read_text())
+def main() -> None:
+    """Judge the pair whose job arrives on stdin; write its Result, as JSON, to the original stdout.
+
+    Nothing of the job touches the disk (the per-run secret that seeds the trials is in it), this
+    process is made non-dumpable (other processes of this user cannot read its memory or open its
+    file descriptors through /proc), and the Result leaves through a descriptor no worker inherits.
+    """
+    make_undumpable()
+    adopt_orphans()
+    job = json.loads(sys.stdin.read())
+    result_fd = os.dup(1)
+    os.dup2(2, 1)  # anything printed from here on goes to the log, not into the result
     torch.backends.cuda.matmul.allow_tf32 = False  # the reference in full float32
     torch.backends.cudnn.allow_tf32 = False
     try:
         result = PairJudge(job).run()
     except Exception as exc:  # a judge bug still yields a Result, never a silent pair
         result = failure(job["problem"], job["solution"], Status.CRASH, f"judge error: {type(exc).__name__}: {exc}")
-    write_atomic(Path(job["result_path"]), json.dumps(result.to_dict()))
+    with os.fdopen(result_fd, "w") as out:
+        out.write(json.dumps(result.to_dict()))
     sys.stdout.flush()
     os._exit(0)  # skip CUDA IPC teardown races at interpreter exit
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main()

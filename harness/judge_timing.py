@@ -3,6 +3,7 @@ then statistics, roofline figures, clocks and the timing flags. Mixed into PairJ
 from __future__ import annotations
 
 import random
+import re
 import statistics
 from pathlib import Path
 
@@ -12,6 +13,18 @@ from harness import check, inputs as inputs_mod, roofline, stats, timing
 from harness.clocks import ClockMonitor
 from harness.records import Status, Verdict, one_line
 from harness.sandbox import WorkerFailure
+
+
+TIMED_CHECK_SHARE = 0.1  # share of timing rounds whose candidate output is checked (secretly chosen), plus the last
+TAMPER_SHARE, TAMPER_SLACK_MS = 0.1, 0.2  # time a worker may leave unexplained beyond the reference's
+ROUND_SEED_OFFSET = 1000  # timing rounds draw their inputs from trial seeds past the correctness trials'
+
+
+# Torch operators that allocate, reshape or copy rather than compute.
+BOOKKEEPING_OPS = re.compile(r"aten::(empty|view|reshape|_reshape|as_strided|detach|contiguous|expand|t$|transpose|"
+                             r"permute|unsqueeze|squeeze|select|slice|alias|lift|resolve|_unsafe_view|clone|copy_|"
+                             r"to$|_to_copy|zeros|ones|full|fill_|zero_|resize_|set_|result_type|item|"
+                             r"_local_scalar_dense|is_|size|stride|numel|dim)")
 
 
 class PairTiming:
@@ -28,18 +41,24 @@ class PairTiming:
         release_cached_memory(self.device)
         try:
             self.ref_sandbox = self.spawn_worker()
-            self.load_into(self.ref_sandbox, self.job["problem_path"], Path(self.job["problem_path"]).read_text(),
-                           "Model")
+            self.load_into(self.ref_sandbox, self.job["problem_path"], self.problem_source, "Model")
             ref_method, ref_batch = self.prepare_side(self.ref_sandbox, private)
         except (Verdict, WorkerFailure) as exc:  # the reference is trusted: this is the harness's failure
             raise Verdict(Status.CRASH, f"the reference's timing worker failed: {exc}") from None
         self.result.ref_timer, self.result.ref_batch = ref_method, ref_batch
         self.result.new_timer, self.result.new_batch = self.prepare_side(self.sandbox, private)
+        del private  # each worker has its own copy; rounds bring fresh contents
+        if self.uses_only_reference_ops():
+            self.result.flags.append("no_custom_kernel")
         clocks = ClockMonitor(self.device.index or 0) if self.device.type == "cuda" else None
+
+        ref_judged, new_judged = [], []  # the judge's own wall clock (ms) around each timing request
 
         def ref_sample() -> float:
             try:
+                started = timing.now_ns()
                 ms, wall = plausible_sample(self.expect_ok(self.ref_sandbox.request("time", cfg["timeout"])))
+                ref_judged.append((timing.now_ns() - started) / 1e6)
             except (Verdict, WorkerFailure) as exc:
                 raise Verdict(Status.CRASH, f"the reference's timing worker failed: {exc}") from None
             self.result.ref_wall_ms.append(wall)
@@ -48,14 +67,96 @@ class PairTiming:
             return ms
 
         def new_sample() -> float:
+            started = timing.now_ns()
             ms, wall = plausible_sample(self.expect_ok(self.sandbox.request("time", cfg["timeout"])))
+            new_judged.append((timing.now_ns() - started) / 1e6)
             self.result.new_wall_ms.append(wall)
             return ms
 
-        ref_ms, new_ms, tight = stats.alternate_rounds(ref_sample, new_sample, cfg, random.Random(self.job["secret"]))
+        rng = random.Random(self.job["secret"])
+        checked = []  # rounds whose timed output was checked
+
+        def before_round(index: int) -> None:
+            if index and rng.random() < TIMED_CHECK_SHARE:
+                self.check_timed_output(index - 1)
+                checked.append(index - 1)
+            self.refresh_timing_inputs(index)
+
+        ref_ms, new_ms, tight = stats.alternate_rounds(ref_sample, new_sample, cfg, rng, before_round)
+        self.check_timed_output(len(ref_ms) - 1)
+        self.result.timed_outputs_checked = len(checked) + 1
         self.record_timing(ref_ms, new_ms, tight, clocks)
+        judge_timer = timing.Timer(self.device, cfg["cold_cache"])
+        if self.time_disagrees(ref_ms, ref_judged, new_ms, new_judged, judge_timer):
+            self.result.flags.append("timer_tampering")
         if cfg["compile_baseline"]:
-            self.time_compiled(private, timing.Timer(self.device, cfg["cold_cache"]))
+            self.time_compiled(self.round_inputs, judge_timer)
+
+    def time_disagrees(self, ref_ms, ref_judged, new_ms, new_judged, judge_timer: timing.Timer) -> bool:
+        """Does the candidate's reported time disagree with the judge's own clock around its requests?
+
+        Each request's wall time should be the work it claims (calls x reported time, flushes x the
+        judge's own flush time) plus an overhead (IPC, synchronizes) that the reference's worker, running
+        the same code, shows. A worker that claims more time than passed, or whose unexplained time
+        exceeds the reference's by over 10% of the request plus 0.2 ms, has been tampered with.
+        """
+        cold = self.cfg["cold_cache"]
+        flush_ms = statistics.median(judge_timer.window(judge_timer.flush)[0] for _ in range(5)) if cold else 0.0
+
+        def unexplained(samples, judged, method, batch) -> list:
+            if method not in timing.METHODS or not isinstance(batch, int) or not 0 < batch <= timing.MAX_BATCH:
+                return None
+            calls, flushes = timing.work_per_sample(method, batch, cold)
+            return [wall - calls * ms - flushes * flush_ms for ms, wall in zip(samples, judged)]
+
+        ref_left = unexplained(ref_ms, ref_judged, self.result.ref_timer, self.result.ref_batch or 1)
+        new_left = unexplained(new_ms, new_judged, self.result.new_timer, self.result.new_batch or 1)
+        if new_left is None:
+            return True  # a method or batch size our timer never chooses
+        self.result.judge_wall_ms = statistics.median(new_judged)
+        claimed_too_much = statistics.median(new_left) < -0.05 * statistics.median(new_judged) - 0.1
+        excess = statistics.median(new_left) - statistics.median(ref_left or [0.0])
+        return claimed_too_much or excess > TAMPER_SHARE * statistics.median(new_judged) + TAMPER_SLACK_MS
+
+    def uses_only_reference_ops(self) -> bool:
+        """From runtime traces of one call per side: did the candidate only launch what the reference does?
+
+        On a GPU: its kernels (copies and memsets aside) are all kernels the reference launches too. On
+        the CPU, where a compiled extension's own loops leave no trace: every torch operator it computes
+        with is one the reference uses. A candidate that computes nothing traceable is not flagged.
+        """
+        ref = self.expect_ok(self.ref_sandbox.request("trace", self.cfg["timeout"]))
+        new = self.expect_ok(self.sandbox.request("trace", self.cfg["timeout"]))
+        try:
+            if self.device.type == "cuda":
+                mine = {k for k in new["kernels"] if not re.search(r"memcpy|memset", k, re.I)}
+                return bool(mine) and mine <= set(ref["kernels"])
+            mine = {op for op in new["ops"] if not BOOKKEEPING_OPS.match(op)}
+            return bool(mine) and mine <= set(ref["ops"])
+        except (TypeError, KeyError):
+            raise Verdict(Status.CRASH, f"malformed trace from the worker: {str(new)[:200]}") from None
+
+    def refresh_timing_inputs(self, index: int) -> None:
+        """Fresh secret-seeded input contents for round `index`, copied into both workers' timing inputs,
+        so a candidate that caches results by input pointer, shape or content replays nothing."""
+        self.round_inputs = self.make_inputs(ROUND_SEED_OFFSET + index, wide=False)
+        for box in (self.ref_sandbox, self.sandbox):
+            self.expect_ok(box.request("refresh_timing_inputs", self.cfg["timeout"],
+                                       inputs=inputs_mod.clone_tensors(self.round_inputs)))
+        release_cached_memory(self.device)
+
+    def check_timed_output(self, index: int) -> None:
+        """The candidate's last timed output of round `index` must be right for that round's inputs."""
+        ref_out = self.reference(self.round_inputs)
+        reply = self.expect_ok(self.sandbox.request("last_timed_output", self.cfg["timeout"]))
+        problem = check.structure_problem(ref_out, reply)
+        if problem:
+            raise Verdict(Status.INCORRECT, f"timing round {index + 1}: {problem}", "wrong_timed_output")
+        try:
+            self.compare(ref_out, reply["items"], f"timing round {index + 1}")
+        except Verdict as verdict:
+            verdict.flags.append("wrong_timed_output")
+            raise
 
     def prepare_side(self, sandbox, inputs: list) -> tuple:
         """Give a worker its own copy of the timing inputs and let it warm up; its (method, batch)."""

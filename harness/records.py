@@ -31,6 +31,7 @@ FLAGS = (
     "excessive_speedup",
     "below_roofline",
     "nondeterministic",
+    "wrong_timed_output",
     "noisy_timing",
     "throttled",
 )
@@ -89,6 +90,9 @@ class Result:
     new_timer: Optional[str] = None
     ref_batch: Optional[int] = None  # calls per timed window (1, or k for graph and batched timing)
     new_batch: Optional[int] = None
+    orphans_killed: Optional[int] = None  # processes a worker left running, killed when the pair ended
+    timed_outputs_checked: Optional[int] = None  # timing rounds whose candidate output was checked
+    judge_wall_ms: Optional[float] = None  # the judge's own median clock around one candidate timing request
     clocks: Optional[dict] = None
     timing_rounds: Optional[int] = None
     ref_samples_ms: list = field(default_factory=list)

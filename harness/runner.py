@@ -7,7 +7,6 @@ import platform
 import secrets
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -17,6 +16,7 @@ from typing import Callable, Optional
 from harness import discover, store
 from harness.config import config_hash
 from harness.records import Result, Status, failure
+from harness.sandbox import make_undumpable
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBE = """
@@ -154,27 +154,26 @@ def run_judge(pair: discover.Pair, source: str, ctx: RunContext) -> Result:
     log_dir = ctx.run_dir / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     stem = f"{pair.problem}__{pair.solution}"
-    with tempfile.TemporaryDirectory(prefix="harness-job-") as tmp:
-        job = {"problem": pair.problem, "problem_path": str(pair.problem_path), "solution": pair.solution,
-               "solution_path": str(pair.solution_path), "solution_source": source, "overrides": ctx.overrides,
-               "device": ctx.device, "config": ctx.config, "secret": ctx.secret,
-               "result_path": str(Path(tmp) / "result.json"), "log_path": str(log_dir / f"{stem}.worker.log"),
-               "build_dir": str(ctx.build_root / discover.sha256_text(source)[:16]),
-               "peaks_dir": str(under_root(ctx.config["peaks_cache_dir"]))}
-        job_path = Path(tmp) / "job.json"
-        job_path.write_text(json.dumps(job))
-        with open(log_dir / f"{stem}.judge.log", "w") as log:
-            try:
-                proc = subprocess.run([sys.executable, "-m", "harness.judge", str(job_path)], cwd=ROOT, env=JUDGE_ENV,
-                                      stdout=log, stderr=subprocess.STDOUT, timeout=judge_timeout(ctx.config))
-                code = proc.returncode
-            except subprocess.TimeoutExpired:
-                return failure(pair.problem, pair.solution, Status.TIMEOUT, "the judge process exceeded its ceiling")
-        result_path = Path(job["result_path"])
-        if not result_path.exists():
-            return failure(pair.problem, pair.solution, Status.CRASH,
-                           f"the judge process died (exit code {code}); see logs/{stem}.judge.log")
-        return Result.from_dict(json.loads(result_path.read_text()))
+    job = {"problem": pair.problem, "problem_path": str(pair.problem_path), "solution": pair.solution,
+           "solution_path": str(pair.solution_path), "solution_source": source, "overrides": ctx.overrides,
+           "device": ctx.device, "config": ctx.config, "secret": ctx.secret,
+           "log_path": str(log_dir / f"{stem}.worker.log"),
+           "build_dir": str(ctx.build_root / discover.sha256_text(source)[:16]),
+           "peaks_dir": str(under_root(ctx.config["peaks_cache_dir"]))}
+    # The job (with the run's secret) goes through a pipe and the Result comes back through one:
+    # neither is ever a file a candidate could read or forge.
+    with open(log_dir / f"{stem}.judge.log", "w") as log:
+        try:
+            proc = subprocess.run([sys.executable, "-m", "harness.judge"], cwd=ROOT, env=JUDGE_ENV,
+                                  input=json.dumps(job), stdout=subprocess.PIPE, stderr=log,
+                                  text=True, timeout=judge_timeout(ctx.config))
+        except subprocess.TimeoutExpired:
+            return failure(pair.problem, pair.solution, Status.TIMEOUT, "the judge process exceeded its ceiling")
+    try:
+        return Result.from_dict(json.loads(proc.stdout))
+    except (ValueError, TypeError, KeyError):
+        return failure(pair.problem, pair.solution, Status.CRASH,
+                       f"the judge process died (exit code {proc.returncode}); see logs/{stem}.judge.log")
 
 
 def under_root(path: str) -> Path:
@@ -214,7 +213,8 @@ def run_pairs(pairs: list, ctx: RunContext, resume: bool,
 
 
 def new_context(config: dict, device: str, overrides: dict, run_dir: Path, env: dict) -> RunContext:
-    """A run's shared state, with a fresh secret for the trial seeds."""
+    """A run's shared state, with a fresh secret for the trial seeds (kept from this user's other processes)."""
+    make_undumpable()
     build_root = under_root(config["build_cache_dir"])
     gpu = env["gpus"][int(device.partition(":")[2] or 0)] if device.startswith("cuda") else "cpu"
     # Builds are reused only by the same torch, CUDA and GPU; the source hash is added per candidate.

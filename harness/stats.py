@@ -44,9 +44,10 @@ def is_tie(stats: dict) -> bool:
 
 
 def alternate_rounds(ref_call: Callable[[], float], new_call: Callable[[], float], cfg: dict,
-                     rng: random.Random) -> tuple[list, list, bool]:
+                     rng: random.Random, before_round: Callable[[int], None] = lambda i: None) -> tuple[list, list, bool]:
     """Rounds of one sample per side in random order, until the speedup's CI is tight or a cap is hit.
 
+    `before_round(i)` runs before round i (new input contents, checks of the previous round's output).
     Stops after at least min_rounds and min_timing_s of sampled time per side, once the CI is within
     +-target_ci_pct; gives up at max_rounds or max_timing_s. Returns both sides' samples (ms) and
     whether the CI reached the target.
@@ -58,6 +59,7 @@ def alternate_rounds(ref_call: Callable[[], float], new_call: Callable[[], float
         return ci_is_tight(speedup_with_ci(ref_ms, new_ms, cfg["bootstrap_samples"]), cfg["target_ci_pct"])
 
     while len(ref_ms) < cfg["max_rounds"] and min(sum(ref_ms), sum(new_ms)) < cfg["max_timing_s"] * 1e3:
+        before_round(len(ref_ms))
         for side in rng.sample(["ref", "new"], 2):
             call, samples = calls[side]
             samples.append(call())

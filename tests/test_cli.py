@@ -54,7 +54,7 @@ def test_gate_resume_and_report(tmp_path):
     run_dir = tmp_path / "run"
     base = ["--problem", RELU, "--device", "cpu", "--config", str(FAST_CONFIG), "--out", str(run_dir)]
     good = ["--solution", str(RELU_SOLUTIONS / "correct_torch.py")]
-    bad = ["--solution", str(RELU_SOLUTIONS / "wrong_values.py")]
+    bad = ["--solution", str(ROOT / "tests" / "adversarial" / "cpu" / "wrong_values.py")]
     assert run_cli(*base, *good, "--gate").returncode == 0
     assert run_cli(*base, *good, *bad, "--resume").returncode == 0  # runs only the new pair
     lines = records(run_dir)

@@ -11,6 +11,7 @@ from conftest import FAST_CONFIG, FIXTURES, ROOT
 
 pytestmark = pytest.mark.gpu
 RELU = FIXTURES / "solutions" / "fx_relu"
+ADVERSARIAL = ROOT / "tests" / "adversarial" / "cpu"
 
 
 def run(args, out_dir, timeout=1200):
@@ -24,7 +25,8 @@ def test_fixtures_on_cuda(tmp_path):
     names = ["correct_torch", "mutates_input", "returns_subclass", "segfault", "wrong_shape", "infinite_loop"]
     args = ["--problem", str(FIXTURES / "problems" / "fx_relu.py"), "--device", "cuda", "--config", str(FAST_CONFIG)]
     for name in names:
-        args += ["--solution", str(RELU / f"{name}.py")]
+        folder = RELU if name == "correct_torch" else ADVERSARIAL
+        args += ["--solution", str(folder / f"{name}.py")]
     results = run(args, tmp_path)
     assert results["correct_torch"]["status"] == "correct"
     assert results["correct_torch"]["new_timer"] in ("cuda_graph", "cuda_event") and results["correct_torch"]["gpu"]

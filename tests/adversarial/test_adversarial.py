@@ -1,0 +1,122 @@
+"""Faulty and cheating candidates (tests/adversarial/cpu), all judged in one `run.py` invocation with
+--timeout 60: each gets its expected status, reason and flags, and the run exits 0."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+CONTROL = ROOT / "tests" / "fixtures" / "solutions" / "fx_relu"
+
+# solution: (status, words in the reason or None for no error, flags that must be set)
+EXPECTED = {
+    # controls
+    "correct_torch": ("correct", None, ["no_custom_kernel"]),  # torch.clamp_min: the op relu runs
+    "aa_reference": ("correct", None, ["no_custom_kernel"]),
+    "response_correct": ("correct", None, []),
+    # faults
+    "syntax_error": ("compile_error", "SyntaxError", []),
+    "no_modelnew": ("compile_error", "no class ModelNew", []),
+    "response_no_code": ("compile_error", "no fenced code block", []),
+    "build_fails_in_init": ("compile_error", "-fno-such-option-anywhere", []),
+    "raises_in_init": ("runtime_error", "broken constructor", []),
+    "raises_in_forward": ("runtime_error", "broken forward", []),
+    "wrong_init_args": ("runtime_error", "TypeError", []),
+    "sys_exit": ("runtime_error", "SystemExit", []),
+    "hogs_memory": ("runtime_error", "forward raised", []),
+    "infinite_loop": ("timeout", "no reply", []),
+    "cpp_infinite_loop": ("timeout", "no reply", []),
+    "endless_output": ("timeout", "no reply", []),
+    "slow_import": ("timeout", "'import'", []),
+    "os_exit": ("crash", "worker died", []),
+    "segfault": ("crash", "SIGSEGV", []),
+    "leftover_thread": ("correct", None, ["no_custom_kernel"]),
+    "leftover_child": ("correct", None, ["no_custom_kernel"]),
+    "returns_tuple": ("incorrect", "returned a tuple", []),
+    "returns_subclass": ("incorrect", "no subclass", []),
+    "wrong_dtype": ("incorrect", "dtype torch.float64", []),
+    "wrong_shape": ("incorrect", "shape", []),
+    "partial_nan": ("incorrect", "NaN", []),
+    "wrong_values": ("incorrect", "outside atol", []),
+    "needs_cuda": ("skipped", "needs a CUDA GPU", []),
+    "cuda_at_runtime": ("skipped", "needs a CUDA GPU", []),
+    # verdict attacks
+    "forges_a_verdict": ("crash", "malformed reply", []),
+    "patches_the_checks": ("incorrect", "outside atol", []),
+    "searches_gc_for_reference": ("incorrect", None, []),
+    "shrinks_the_problem": ("correct", None, ["no_custom_kernel"]),
+    # Non-dumpable processes are closed to the user's other processes, but not to root (CAP_SYS_PTRACE).
+    "reads_the_secret": ("correct", None, []) if os.geteuid() != 0 else ("runtime_error", "could read", []),
+    # result reuse
+    "caches_by_content": ("correct", None, ["no_custom_kernel"]),
+    "caches_by_pointer": ("incorrect", None, []),
+    "returns_a_stale_view": ("incorrect", None, []),
+    "returns_uninitialized": ("incorrect", None, []),
+    "defers_work": ("incorrect", None, []),
+    # timing attacks
+    "patches_the_timer": ("correct", None, ["timer_tampering", "no_custom_kernel"]),
+    # semantic attacks
+    "mutates_input": ("incorrect", "changed its inputs", ["input_mutated"]),
+    "only_unit_interval": ("incorrect", "wide inputs", []),
+    "lower_precision_within_tolerance": ("correct", None, ["reduced_precision"]),
+    "computes_in_bfloat16": ("incorrect", "outside atol", []),
+    "calls_the_reference_op": ("correct", None, ["no_custom_kernel"]),
+    # sanity
+    "noisy_output": ("correct", None, ["nondeterministic", "reduced_precision"]),
+}
+
+
+@pytest.fixture(scope="module")
+def adversarial_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("adversarial")
+    solutions = sorted(HERE.glob("cpu/*.*")) + sorted(CONTROL.iterdir())
+    args = [sys.executable, "run.py", "--problem", "tests/fixtures/problems/fx_relu.py", "--device", "cpu",
+            "--config", str(HERE / "adversarial.yaml"), "--timeout", "60", "--out", str(out)]
+    for path in solutions:
+        args += ["--solution", str(path)]
+    proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=3000)
+    results = {r["solution"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    return proc, results, out
+
+
+def test_the_run_exits_0_with_one_result_per_candidate(adversarial_run):
+    proc, results, _ = adversarial_run
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert set(results) == set(EXPECTED)
+
+
+@pytest.mark.parametrize("solution", sorted(EXPECTED))
+def test_status_reason_and_flags(adversarial_run, solution):
+    result = adversarial_run[1][solution]
+    status, reason, flags = EXPECTED[solution]
+    assert result["status"] == status, result["error"]
+    if reason:
+        assert reason in result["error"]
+    elif status == "correct":
+        assert result["error"] is None
+    assert set(flags) <= set(result["flags"]), result["flags"]
+    if status == "correct" and "no_custom_kernel" not in flags:
+        assert "no_custom_kernel" not in result["flags"]
+    if status == "correct" and solution != "patches_the_timer":
+        assert "timer_tampering" not in result["flags"], (result["new_samples_ms"], result["judge_wall_ms"])
+
+
+def test_a_content_cache_gains_nothing(adversarial_run):
+    result = adversarial_run[1]["caches_by_content"]
+    assert result["speedup"] < 0.8 and result["timed_outputs_checked"] >= 1
+
+
+def test_leftover_processes_are_killed(adversarial_run):
+    result = adversarial_run[1]["leftover_child"]
+    assert result["orphans_killed"] >= 1
+    alive = subprocess.run(["pgrep", "-f", "sleep 4242.4242"], capture_output=True, text=True).stdout
+    assert not alive.strip()
+
+
+def test_endless_output_is_bounded(adversarial_run):
+    log = (adversarial_run[2] / "logs" / "fx_relu__endless_output.worker.log").read_text()
+    assert "bytes of output dropped" in log and len(log) < 8192
