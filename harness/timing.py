@@ -95,11 +95,28 @@ class Timer:
         self.batch = min(MAX_BATCH, max(2, math.ceil(BATCH_TARGET_MS / max(single + flush, 1e-3))))
         try:
             self.graphs = (self.capture(with_call=True), self.capture(with_call=False) if self.cold_cache else None)
+            if not self.replay_reproduces_call():
+                raise RuntimeError("the graph's replay does not reproduce the call")
             self.method = "cuda_graph"
         except Exception:  # a call that syncs, or uses an uncaptured stream, cannot be captured
             self.sync()
-            self.method = "batched_events"
+            self.graphs, self.method = None, "batched_events"
         return self.method
+
+    def replay_reproduces_call(self) -> bool:
+        """Does a replay write what a plain call returns? A kernel launched on the legacy default stream
+        is left out of the capture without an error: its replays would time (and return) nothing."""
+        expected = [t.clone() for t in output_tensors(self.fn())]
+        self.sync()
+        replayed = output_tensors(self.last_output)
+        if not expected or len(expected) != len(replayed):
+            return False
+        for t in replayed:
+            t.fill_(float("nan") if t.is_floating_point() else -1)
+        self.graphs[0].replay()
+        self.sync()
+        return all(a.shape == b.shape and torch.allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True)
+                   for a, b in zip(expected, replayed))
 
     def capture(self, with_call: bool):
         """A CUDA graph of `batch` x (flush, call), or of the flushes alone."""
@@ -188,6 +205,12 @@ class Timer:
     def batched_flushes(self) -> None:
         for _ in range(self.batch):
             self.flush()
+
+
+def output_tensors(out) -> list:
+    """The tensors of a call's output (a tensor, or a tuple or list of them)."""
+    items = out if isinstance(out, (tuple, list)) else [out]
+    return [t for t in items if isinstance(t, torch.Tensor)]
 
 
 def work_per_sample(method: str, batch: int, cold_cache: bool) -> tuple[int, int]:
