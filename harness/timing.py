@@ -82,7 +82,7 @@ class Timer:
             fn()
         self.sync()
 
-    def prepare(self, fn: Callable[[], object], warmup: int) -> str:
+    def prepare(self, fn: Callable[[], object], warmup: int, allow_graph: bool = True) -> str:
         """Warm fn up and choose how to time it: short GPU calls are batched (graph, else plain launches)."""
         self.fn = fn
         self.warm_up(fn, warmup)
@@ -93,6 +93,9 @@ class Timer:
         if single >= SHORT_CALL_MS:
             return self.method
         self.batch = min(MAX_BATCH, max(2, math.ceil(BATCH_TARGET_MS / max(single + flush, 1e-3))))
+        self.graphs, self.method = None, "batched_events"
+        if not allow_graph:
+            return self.method
         try:
             self.graphs = (self.capture(with_call=True), self.capture(with_call=False) if self.cold_cache else None)
             if not self.replay_reproduces_call():

@@ -202,10 +202,10 @@ class Worker:
         with torch.no_grad():
             return self.model(*self.timing_inputs)
 
-    def op_prepare_timing(self, warmup: int):
-        """Warm up and choose the timing method (batched for short calls)."""
+    def op_prepare_timing(self, warmup: int, allow_graph: bool = True):
+        """Warm up and choose the timing method (batched for short calls; graphs unless told not to)."""
         try:
-            method = self.timer.prepare(self.call_for_timing, warmup)
+            method = self.timer.prepare(self.call_for_timing, warmup, allow_graph)
             return ("ok", {"method": method, "batch": self.timer.batch})
         except BaseException as exc:
             return ("error", "runtime_error", "forward raised " + describe(exc))

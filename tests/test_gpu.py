@@ -117,3 +117,13 @@ def test_compiled_baseline_and_hot_cache_are_recorded(tmp_path):
     result = results["aa_sigmoid"]
     assert result["status"] == "correct" and result["cache"] == "hot"
     assert result["compiled_ms"] and result["compiled_ms"] > 0, result.get("compiled_error")
+
+
+def test_graphs_can_be_refused_and_must_reproduce_the_call():
+    from harness import timing
+
+    x = torch.rand(1024, device="cuda")
+    timer = timing.Timer(torch.device("cuda"), cold_cache=True)
+    assert timer.prepare(lambda: torch.sigmoid(x), warmup=3, allow_graph=False) == "batched_events"
+    assert timer.prepare(lambda: torch.sigmoid(x), warmup=3) == "cuda_graph"
+    assert timer.replay_reproduces_call()
