@@ -88,6 +88,10 @@ def evaluate(args, argv: list) -> int:
     console = report.wide_console()
     console.print(f"{len(pairs)} pair(s) on [bold]{device}[/] ({', '.join(env['gpus']) or 'no GPU'}), "
                   f"torch {env['torch']} -> {run_dir}/", highlight=False)
+    if args.resume:
+        records, torn = store.read_jsonl(run_dir / "results.jsonl")
+        console.print(f"resuming: {len(records)} result(s) recorded" +
+                      (f"; [yellow]{torn} torn or unreadable line(s) ignored (those pairs run again)[/]" if torn else ""))
     results = run_with_progress(pairs, ctx, args.resume, console)
     report.print_summary(results, run_dir, console)
     return gate_status(results, args) if args.gate else 0

@@ -24,9 +24,17 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def append_jsonl(path: Path, record: dict) -> None:
-    """Append one JSON line and fsync, so a crash loses at most the line being written."""
-    with open(path, "a") as handle:
-        handle.write(json.dumps(record, sort_keys=True) + "\n")
+    """Append one JSON line and fsync, so a crash loses at most the line being written.
+
+    A line torn by an earlier crash is first ended, so that the new record starts a line of its own.
+    """
+    with open(path, "a+b") as handle:
+        handle.seek(0, os.SEEK_END)
+        if handle.tell():
+            handle.seek(-1, os.SEEK_END)
+            if handle.read(1) != b"\n":
+                handle.write(b"\n")
+        handle.write((json.dumps(record, sort_keys=True) + "\n").encode())
         handle.flush()
         os.fsync(handle.fileno())
 
