@@ -52,7 +52,7 @@ EXPECTED = {
     # Non-dumpable processes are closed to the user's other processes, but not to root (CAP_SYS_PTRACE).
     "reads_the_secret": ("correct", None, []) if os.geteuid() != 0 else ("runtime_error", "could read", []),
     # result reuse
-    "caches_by_content": ("correct", None, ["no_custom_kernel"]),
+    "caches_by_content": ("correct", None, []),
     "caches_by_pointer": ("incorrect", None, []),
     "returns_a_stale_view": ("incorrect", None, []),
     "returns_uninitialized": ("incorrect", None, []),
