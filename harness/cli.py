@@ -37,6 +37,8 @@ def run_parser() -> argparse.ArgumentParser:
     parser.add_argument("--solution", action="append", metavar="PATH",
                         help="candidate file (.py, or a .txt/.md LLM response); default: solutions/<problem>/*")
     parser.add_argument("--device", help="auto (default), cpu, cuda or cuda:N")
+    parser.add_argument("--devices", metavar="LIST",
+                        help="several GPUs of one model, one evaluation at a time on each: 0,1 or all")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="override a module constant of the problem and candidate, e.g. --set batch_size=32")
     parser.add_argument("--config", metavar="FILE", help="YAML config layered over configs/default.yaml")
@@ -79,14 +81,15 @@ def evaluate(args, argv: list) -> int:
     for path in sorted({p.problem_path for p in pairs}):
         discover.check_overrides(path, overrides)
     env = runner.probe_environment()
-    device = runner.resolve_device(config["device"], env)
+    devices = runner.resolve_devices(args.devices, env) if args.devices else []
+    device = devices[0] if devices else runner.resolve_device(config["device"], env)
     run_dir = Path(args.out) if args.out else Path(config["results_dir"]) / default_run_name(args.problem)
     if args.resume and not args.out:
         raise discover.DiscoveryError("--resume needs --out DIR (the run to resume)")
-    ctx = runner.new_context(config, device, overrides, run_dir, env)
+    ctx = runner.new_context(config, device, overrides, run_dir, env, devices)
     runner.write_meta(ctx, env, argv)
     console = report.wide_console()
-    console.print(f"{len(pairs)} pair(s) on [bold]{device}[/] ({', '.join(env['gpus']) or 'no GPU'}), "
+    console.print(f"{len(pairs)} pair(s) on [bold]{', '.join(devices) or device}[/] ({', '.join(env['gpus']) or 'no GPU'}), "
                   f"torch {env['torch']} -> {run_dir}/", highlight=False)
     if args.resume:
         records, torn = store.read_jsonl(run_dir / "results.jsonl")

@@ -1,13 +1,17 @@
 """The orchestrator: one judge process per pair, results appended as each ends. Never touches CUDA."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import platform
+import queue
 import secrets
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -53,6 +57,7 @@ class RunContext:
     run_dir: Path
     secret: int
     build_root: Path
+    devices: tuple = ()  # with several GPUs: one evaluation at a time on each (else just `device`)
 
 
 def probe_environment() -> dict:
@@ -77,6 +82,20 @@ def resolve_device(requested: str, env: dict) -> str:
     return requested
 
 
+def resolve_devices(spec: str, env: dict) -> list[str]:
+    """--devices: "all", or indices / cuda:N names separated by commas; every one must be visible."""
+    if not env["cuda_available"]:
+        raise UsageError(f"--devices {spec}: no CUDA GPU is visible here (torch {env['torch']})")
+    names = [f"cuda:{i}" for i in range(len(env["gpus"]))] if spec == "all" else \
+        [resolve_device(d if d.startswith("cuda") else f"cuda:{d}", env) for d in spec.split(",") if d.strip()]
+    if not names or len(set(names)) != len(names):
+        raise UsageError(f"--devices {spec}: name each GPU once, e.g. --devices 0,1")
+    models = {env["gpus"][int(n.partition(":")[2])] for n in names}
+    if len(models) > 1:  # builds and timings are per GPU model: one run, one model
+        raise UsageError(f"--devices {spec}: the GPUs differ ({', '.join(sorted(models))}); run each model separately")
+    return names
+
+
 def git_commit() -> Optional[str]:
     """The checkout's commit, or None outside a git repository."""
     try:
@@ -97,7 +116,8 @@ def write_meta(ctx: RunContext, env: dict, argv: list) -> None:
     path = ctx.run_dir / "meta.json"
     if path.exists():
         return
-    meta = {"config": ctx.config, "device": ctx.device, "overrides": ctx.overrides, "argv": argv,
+    meta = {"config": ctx.config, "device": ctx.device, "devices": list(ctx.devices), "overrides": ctx.overrides,
+            "argv": argv,
             "gpus": env["gpus"], "torch": env["torch"], "cuda_version": env["cuda_version"],
             "python": platform.python_version(), "platform": platform.platform(), "git_commit": git_commit(),
             "harness_sha": harness_sha(),
@@ -108,7 +128,7 @@ def write_meta(ctx: RunContext, env: dict, argv: list) -> None:
 def pair_key(pair: discover.Pair, source: str, ctx: RunContext) -> str:
     """Problem sha (with --set), solution sha and config hash: what --resume matches on."""
     problem_sha = discover.sha256_text(pair.problem_path.read_text() + json.dumps(ctx.overrides, sort_keys=True))
-    cfg = config_hash({**ctx.config, "device": ctx.device})
+    cfg = config_hash({**ctx.config, "device": ctx.device.partition(":")[0]})  # any GPU of the run's model
     return f"{pair.problem}:{problem_sha[:12]}:{pair.solution}:{discover.sha256_text(source)[:12]}:{cfg}"
 
 
@@ -191,28 +211,52 @@ def relative(path: Path) -> str:
 def run_pairs(pairs: list, ctx: RunContext, resume: bool,
               on_start: Callable[[discover.Pair], None] = lambda pair: None,
               on_result: Callable[[list], None] = lambda results: None) -> list[Result]:
-    """Evaluate every pair not already recorded; append each Result (fsync) as it ends."""
+    """Evaluate every pair not already recorded; append each Result (fsync) as it ends.
+
+    With several devices, one evaluation runs at a time on each; results are appended as they end
+    (so their order may differ from a one-device run, their content does not) and returned in `pairs` order.
+    """
     results_path = ctx.run_dir / "results.jsonl"
     done = {}
     if resume:
         records, _ = store.read_jsonl(results_path)
         done = {r.get("key"): Result.from_dict(r) for r in records}
-    results = []
-    for pair in pairs:
+    results, lock = {}, threading.Lock()
+    free = queue.Queue()
+    for device in ctx.devices or (ctx.device,):
+        free.put(device)
+
+    def judge(index: int, pair: discover.Pair) -> None:
         source, early = read_candidate(pair)
         key = pair_key(pair, source or "", ctx)
-        on_start(pair)
+        with lock:
+            on_start(pair)
         if key in done:
-            results.append(done[key])
+            result = done[key]
         else:
-            result = evaluate_pair(pair, source, early, key, ctx)
-            store.append_jsonl(results_path, result.to_dict())
-            results.append(result)
-        on_result(results)
-    return results
+            device = free.get()
+            try:
+                result = evaluate_pair(pair, source, early, key, dataclasses.replace(ctx, device=device))
+            finally:
+                free.put(device)
+        with lock:
+            if key not in done:
+                store.append_jsonl(results_path, result.to_dict())
+            results[index] = result
+            on_result([results[i] for i in sorted(results)])
+
+    if free.qsize() == 1:
+        for index, pair in enumerate(pairs):
+            judge(index, pair)
+    else:
+        with ThreadPoolExecutor(max_workers=free.qsize()) as pool:
+            for future in [pool.submit(judge, i, pair) for i, pair in enumerate(pairs)]:
+                future.result()
+    return [results[i] for i in range(len(pairs))]
 
 
-def new_context(config: dict, device: str, overrides: dict, run_dir: Path, env: dict) -> RunContext:
+def new_context(config: dict, device: str, overrides: dict, run_dir: Path, env: dict,
+                devices: tuple = ()) -> RunContext:
     """A run's shared state, with a fresh secret for the trial seeds (kept from this user's other processes)."""
     make_undumpable()
     build_root = under_root(config["build_cache_dir"])
@@ -221,4 +265,4 @@ def new_context(config: dict, device: str, overrides: dict, run_dir: Path, env: 
     toolchain = f"torch-{env['torch']}-cuda-{env['cuda_version']}-{gpu}"
     build_root = build_root / "".join(c if c.isalnum() or c in ".-" else "_" for c in toolchain)
     run_dir.mkdir(parents=True, exist_ok=True)
-    return RunContext(config, device, overrides, run_dir, secrets.randbits(63), build_root)
+    return RunContext(config, device, overrides, run_dir, secrets.randbits(63), build_root, tuple(devices))
