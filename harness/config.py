@@ -74,6 +74,8 @@ def validate_value(key: str, value: Any, default: Any, origin: str) -> Any:
         return validate_problem_tolerances(value, origin)
     if key == "device":
         return validate_device(value, origin)
+    if key == "prebuild" and isinstance(value, bool):  # YAML reads a bare on/off as a boolean
+        return "on" if value else "off"
     expected = type(default)
     if expected is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
@@ -134,6 +136,8 @@ def check_relations(config: dict) -> None:
         raise ConfigError("trials + wide_trials must be at least 1")
     if config["timeout"] <= 0 or config["compile_timeout"] <= 0:
         raise ConfigError("timeout and compile_timeout must be positive")
+    if config["prebuild"] not in ("auto", "on", "off"):
+        raise ConfigError(f"Bad value for 'prebuild': {config['prebuild']!r} (expected auto, on or off)")
 
 
 def tolerance_for(config: dict, problem: str, dtype: str) -> dict[str, float]:

@@ -17,8 +17,9 @@ from harness import check, inputs as inputs_mod, timing
 from harness.config import tolerance_for
 from harness.judge_timing import PairTiming, release_cached_memory
 from harness.load import load_module
-from harness.records import WORKER_STATUSES, Result, Status, Verdict, failure, one_line
-from harness.sandbox import Sandbox, WorkerFailure, adopt_orphans, kill_orphans, make_undumpable, my_children
+from harness.records import WORKER_STATUSES, Result, Status, Verdict, failure, first_compiler_error, one_line
+from harness.procs import adopt_orphans, kill_orphans, make_undumpable, my_children
+from harness.sandbox import Sandbox, WorkerFailure
 
 # Messages that mean "this needs a GPU", not "this is broken", when running on the CPU.
 NO_CUDA = re.compile(r"not compiled with CUDA|CUDA_HOME|no CUDA GPUs|NVIDIA driver|cuda_runtime|nvcc|"
@@ -259,13 +260,6 @@ class PairJudge(PairTiming):
         except (TypeError, KeyError, ValueError):
             worker_peak = None
         self.result.peak_mem_mb = {"judge": round(timing.peak_memory_mb(self.device), 1), "worker": worker_peak}
-
-
-def first_compiler_error(log: str) -> str:
-    """': file:line: error: ...' for the first compiler error in a build log, or ''."""
-    match = (re.search(r"([^\s/]+:\d+(?::\d+)?:\s*(?:fatal )?error[: ].*)", log)
-             or re.search(r"((?:\S+: )?error: .*)", log))
-    return f": {match.group(1).strip()}" if match else ""
 
 
 def gpu_name(device: torch.device):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -126,3 +127,10 @@ def one_line(text: Optional[str], limit: int = 500) -> Optional[str]:
         return None
     flat = " ".join(str(text).split())
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def first_compiler_error(log: str) -> str:
+    """': file:line: error: ...' for the first compiler error in a build log, or ''."""
+    match = (re.search(r"([^\s/]+:\d+(?::\d+)?:\s*(?:fatal )?error[: ].*)", log)
+             or re.search(r"((?:\S+: )?error: .*)", log))
+    return f": {match.group(1).strip()}" if match else ""

@@ -17,17 +17,19 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Optional
 
-from harness import discover, store
+from harness import builds, discover, store
 from harness.config import config_hash
 from harness.records import Result, Status, failure
-from harness.sandbox import make_undumpable
+from harness.procs import make_undumpable
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBE = """
 import json, torch
 cuda = torch.cuda.is_available()
 print(json.dumps({"torch": torch.__version__, "cuda_version": torch.version.cuda, "cuda_available": cuda,
-                  "gpus": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if cuda else []}))
+                  "gpus": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if cuda else [],
+                  "capabilities": ["%d.%d" % torch.cuda.get_device_capability(i)
+                                   for i in range(torch.cuda.device_count())] if cuda else []}))
 """
 
 
@@ -58,6 +60,7 @@ class RunContext:
     secret: int
     build_root: Path
     devices: tuple = ()  # with several GPUs: one evaluation at a time on each (else just `device`)
+    arch: Optional[str] = None  # the GPU's compute capability, for builds made ahead of evaluation
 
 
 def probe_environment() -> dict:
@@ -178,7 +181,7 @@ def run_judge(pair: discover.Pair, source: str, ctx: RunContext) -> Result:
            "solution_path": str(pair.solution_path), "solution_source": source, "overrides": ctx.overrides,
            "device": ctx.device, "config": ctx.config, "secret": ctx.secret,
            "log_path": str(log_dir / f"{stem}.worker.log"),
-           "build_dir": str(ctx.build_root / discover.sha256_text(source)[:16]),
+           "build_dir": str(build_dir(ctx, source)),
            "peaks_dir": str(under_root(ctx.config["peaks_cache_dir"]))}
     # The job (with the run's secret) goes through a pipe and the Result comes back through one:
     # neither is ever a file a candidate could read or forge.
@@ -225,15 +228,22 @@ def run_pairs(pairs: list, ctx: RunContext, resume: bool,
     free = queue.Queue()
     for device in ctx.devices or (ctx.device,):
         free.put(device)
+    candidates = [read_candidate(pair) for pair in pairs]
+    keys = [pair_key(pair, source or "", ctx) for pair, (source, _) in zip(pairs, candidates)]
+    build_pool = ThreadPoolExecutor(builds.pool_size(ctx.config)) if builds.enabled(ctx.config, ctx.device) else None
+    prebuilt = {i: build_pool.submit(prebuild_pair, pair, source, ctx)
+                for i, (pair, (source, early)) in enumerate(zip(pairs, candidates))
+                if build_pool and keys[i] not in done and early is None and builds.builds_extension(source)
+                and skip_for_device(pair, source, ctx.device) is None}
 
     def judge(index: int, pair: discover.Pair) -> None:
-        source, early = read_candidate(pair)
-        key = pair_key(pair, source or "", ctx)
+        (source, early), key = candidates[index], keys[index]
         with lock:
             on_start(pair)
         if key in done:
             result = done[key]
         else:
+            early = early or (prebuilt[index].result() if index in prebuilt else None)
             device = free.get()
             try:
                 result = evaluate_pair(pair, source, early, key, dataclasses.replace(ctx, device=device))
@@ -245,14 +255,32 @@ def run_pairs(pairs: list, ctx: RunContext, resume: bool,
             results[index] = result
             on_result([results[i] for i in sorted(results)])
 
-    if free.qsize() == 1:
-        for index, pair in enumerate(pairs):
-            judge(index, pair)
-    else:
-        with ThreadPoolExecutor(max_workers=free.qsize()) as pool:
-            for future in [pool.submit(judge, i, pair) for i, pair in enumerate(pairs)]:
-                future.result()
+    try:
+        if free.qsize() == 1:
+            for index, pair in enumerate(pairs):
+                judge(index, pair)
+        else:
+            with ThreadPoolExecutor(max_workers=free.qsize()) as pool:
+                for future in [pool.submit(judge, i, pair) for i, pair in enumerate(pairs)]:
+                    future.result()
+    finally:
+        if build_pool:
+            build_pool.shutdown(cancel_futures=True)
     return [results[i] for i in range(len(pairs))]
+
+
+def prebuild_pair(pair: discover.Pair, source: str, ctx: RunContext) -> Optional[Result]:
+    """The build stage for one pair: its extension built in the build cache; a Result if the build failed."""
+    try:
+        return builds.prebuild(pair.problem, pair.solution, pair.solution_path, source, ctx.overrides,
+                               build_dir(ctx, source), ctx.arch, ctx.config)
+    except OSError:  # the stage only saves time: its own failure leaves the build to the evaluation
+        return None
+
+
+def build_dir(ctx: RunContext, source: str) -> Path:
+    """Where a candidate's extensions are built: one folder per content of its source."""
+    return ctx.build_root / discover.sha256_text(source)[:16]
 
 
 def new_context(config: dict, device: str, overrides: dict, run_dir: Path, env: dict,
@@ -265,4 +293,6 @@ def new_context(config: dict, device: str, overrides: dict, run_dir: Path, env: 
     toolchain = f"torch-{env['torch']}-cuda-{env['cuda_version']}-{gpu}"
     build_root = build_root / "".join(c if c.isalnum() or c in ".-" else "_" for c in toolchain)
     run_dir.mkdir(parents=True, exist_ok=True)
-    return RunContext(config, device, overrides, run_dir, secrets.randbits(63), build_root, tuple(devices))
+    arch = env.get("capabilities", [None] * len(env["gpus"]))[int(device.partition(":")[2] or 0)] \
+        if device.startswith("cuda") else None
+    return RunContext(config, device, overrides, run_dir, secrets.randbits(63), build_root, tuple(devices), arch)

@@ -1,7 +1,6 @@
 """Start, talk to and stop one worker process: own session, bounded output, timeouts, group kill."""
 from __future__ import annotations
 
-import ctypes
 import os
 import secrets
 import signal
@@ -16,58 +15,6 @@ from typing import Optional
 from harness import channel
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def make_undumpable() -> None:
-    """prctl(PR_SET_DUMPABLE, 0): this process's /proc/<pid>/mem, environ and fd become root's only, so a
-    worker (same user) cannot read the run's secret from the memory of its judge or runner."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)
-    except (OSError, AttributeError):  # not Linux: nothing to do
-        pass
-
-
-def adopt_orphans() -> None:
-    """prctl(PR_SET_CHILD_SUBREAPER): processes a worker leaves behind (even in a session of their own)
-    become this process's children when the worker dies, so kill_orphans can find them."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
-
-
-def my_children() -> dict[int, str]:
-    """{pid: state} of this process's children, from /proc."""
-    children = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == os.getpid():
-            children[int(stat.parent.name)] = fields[0]
-    return children
-
-
-def kill_orphans(spare: frozenset = frozenset(), rounds: int = 5) -> int:
-    """SIGKILL every child of this process but `spare` (our own helpers); how many were alive.
-
-    Children already dead (zombies: processes the group kill ended, then handed to us) are only reaped.
-    """
-    killed = 0
-    for _ in range(rounds):
-        children = {pid: state for pid, state in my_children().items() if pid not in spare}
-        if not children:
-            break
-        for pid, state in children.items():
-            try:
-                if state != "Z":
-                    os.kill(pid, signal.SIGKILL)
-                    killed += 1
-                os.waitpid(pid, 0)
-            except (ProcessLookupError, ChildProcessError):
-                pass
-    return killed
 
 
 class WorkerFailure(Exception):

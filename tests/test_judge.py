@@ -1,7 +1,7 @@
 """Judge helpers that need no worker."""
 import pytest
 
-from harness.judge import first_compiler_error
+from harness.records import first_compiler_error
 from harness.judge_timing import plausible_sample
 from harness.records import Verdict
 

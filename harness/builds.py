@@ -1,0 +1,84 @@
+"""The build stage: candidates that build an extension are imported ahead of their evaluation, in
+CPU-only workers, a pool of them at once, so that the extension is in the build cache when a GPU takes
+the pair. Usage (the runner's): python -m harness.builds < JOB.json
+
+A failed build ends the pair as `compile_error` without touching a GPU; anything else that goes wrong at
+import here (a candidate that needs a GPU already at import, say) is left for the evaluation to judge.
+The runner only calls `prebuild`, which starts this module as a process: the runner never imports torch.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Optional
+
+from harness.records import Result, Status, failure, first_compiler_error, one_line
+
+BUILD_FAILURE = re.compile(r"Error building extension '[^']*'")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def builds_extension(source: str) -> bool:
+    """Does the candidate compile code with torch.utils.cpp_extension?"""
+    return "load_inline" in source or "cpp_extension" in source
+
+
+def pool_size(cfg: dict) -> int:
+    """build_workers, or half the cores, at most one per 4 GiB of available memory, at most 8."""
+    if cfg["build_workers"]:
+        return cfg["build_workers"]
+    available_gib = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**30
+    return max(1, min((os.cpu_count() or 2) // 2, int(available_gib // 4), 8))
+
+
+def enabled(cfg: dict, device: str) -> bool:
+    """prebuild: on, off, or auto (on for GPU runs; on the CPU, builds would disturb timings)."""
+    return cfg["prebuild"] == "on" or (cfg["prebuild"] == "auto" and device.startswith("cuda"))
+
+
+def prebuild(problem: str, solution: str, path: Path, source: str, overrides: dict, build_dir: Path,
+             arch: Optional[str], cfg: dict) -> Optional[Result]:
+    """Build a candidate's extension in a builder process; a Result only when the pair ends here."""
+    job = {"path": str(path), "source": source, "overrides": overrides, "build_dir": str(build_dir), "arch": arch,
+           "config": cfg}
+    try:
+        proc = subprocess.run([sys.executable, "-m", "harness.builds"], cwd=ROOT, input=json.dumps(job),
+                              capture_output=True, text=True, timeout=cfg["compile_timeout"] + 120)
+        verdict = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (subprocess.TimeoutExpired, ValueError, IndexError):
+        return None  # the evaluation will build (and judge) it
+    if verdict.get("status") in (Status.COMPILE_ERROR.value, Status.TIMEOUT.value):
+        return failure(problem, solution, Status(verdict["status"]), f"build stage: {verdict['error']}")
+    return None
+
+
+def build(job: dict) -> dict:
+    """Import the candidate in a CPU-only worker; {"status": ..., "error": ...} when that ended the pair."""
+    from harness.sandbox import Sandbox, WorkerFailure  # torch comes with these: only in this process
+
+    cfg = job["config"]
+    env = {"TORCH_EXTENSIONS_DIR": job["build_dir"], "CUDA_VISIBLE_DEVICES": ""}
+    if job["arch"] and "TORCH_CUDA_ARCH_LIST" not in os.environ:
+        env["TORCH_CUDA_ARCH_LIST"] = job["arch"]  # what the judge will ask for: the same build, reused
+    sandbox = Sandbox(("cpu", False), env, cfg["output_limit_bytes"], cfg["kill_grace_s"])
+    try:
+        reply = sandbox.request("import", cfg["compile_timeout"], path=job["path"], source=job["source"],
+                                module_name="candidate_module", overrides=job["overrides"])
+    except WorkerFailure as exc:
+        return {"status": Status.TIMEOUT.value, "error": str(exc)} if exc.status == "timeout" else {}
+    finally:
+        sandbox.close()
+    message = str(reply[2]) if isinstance(reply, tuple) and len(reply) == 3 else ""
+    found = BUILD_FAILURE.search(message)
+    if not found:
+        return {}
+    details = message[found.end():] + "\n" + sandbox.log.text()
+    return {"status": Status.COMPILE_ERROR.value, "error": one_line(message[:found.end()] + first_compiler_error(details))}
+
+
+if __name__ == "__main__":
+    print(json.dumps(build(json.loads(sys.stdin.read()))))

@@ -1,0 +1,33 @@
+"""The build stage: extensions built ahead in CPU-only workers; a failed build ends the pair before any judge."""
+import json
+import subprocess
+import sys
+
+from conftest import FAST_CONFIG, FIXTURES, ROOT
+from harness import builds
+
+
+def test_build_stage_builds_ahead_and_fails_early(tmp_path):
+    config = tmp_path / "prebuild.yaml"
+    config.write_text(FAST_CONFIG.read_text() + "prebuild: on\ncompile_timeout: 300\ntimeout: 30\n")
+    out = tmp_path / "run"
+    args = [sys.executable, "run.py", "--problem", str(FIXTURES / "problems" / "fx_relu.py"), "--device", "cpu",
+            "--config", str(config), "--out", str(out),
+            "--solution", str(FIXTURES / "builds" / "broken_cpp.py"), "--solution", str(FIXTURES / "builds" / "relu_cpp.py")]
+    proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    results = {r["solution"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    broken = results["broken_cpp"]
+    assert broken["status"] == "compile_error" and "build stage" in broken["error"]
+    assert "no_such_method" in broken["error"]
+    assert not (out / "logs" / "fx_relu__broken_cpp.judge.log").exists()  # no judge, so no device, was used
+    built = results["relu_cpp"]
+    assert built["status"] == "correct" and built["compile_s"] < 5  # the evaluation found it built
+
+
+def test_pool_and_switch():
+    assert builds.pool_size({"build_workers": 3}) == 3
+    assert 1 <= builds.pool_size({"build_workers": 0}) <= 8
+    assert builds.enabled({"prebuild": "auto"}, "cuda:0") and not builds.enabled({"prebuild": "auto"}, "cpu")
+    assert builds.enabled({"prebuild": "on"}, "cpu") and not builds.enabled({"prebuild": "off"}, "cuda:1")
+    assert builds.builds_extension("from torch.utils.cpp_extension import load_inline")
