@@ -39,6 +39,10 @@ def run_parser() -> argparse.ArgumentParser:
     parser.add_argument("--device", help="auto (default), cpu, cuda or cuda:N")
     parser.add_argument("--devices", metavar="LIST",
                         help="several GPUs of one model, one evaluation at a time on each: 0,1 or all")
+    parser.add_argument("--executor", choices=["local", "ray"], default="local",
+                        help="local (default) or ray: builds and evaluations as Ray tasks")
+    parser.add_argument("--ray-address", metavar="ADDR",
+                        help="with --executor ray: an existing cluster (default: start a local one)")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="override a module constant of the problem and candidate, e.g. --set batch_size=32")
     parser.add_argument("--config", metavar="FILE", help="YAML config layered over configs/default.yaml")
@@ -86,7 +90,10 @@ def evaluate(args, argv: list) -> int:
     run_dir = Path(args.out) if args.out else Path(config["results_dir"]) / default_run_name(args.problem)
     if args.resume and not args.out:
         raise discover.DiscoveryError("--resume needs --out DIR (the run to resume)")
+    if args.ray_address and args.executor != "ray":
+        raise discover.DiscoveryError("--ray-address needs --executor ray")
     ctx = runner.new_context(config, device, overrides, run_dir, env, devices)
+    ctx.executor, ctx.ray_address = args.executor, args.ray_address
     runner.write_meta(ctx, env, argv)
     console = report.wide_console()
     console.print(f"{len(pairs)} pair(s) on [bold]{', '.join(devices) or device}[/] ({', '.join(env['gpus']) or 'no GPU'}), "

@@ -61,6 +61,8 @@ class RunContext:
     build_root: Path
     devices: tuple = ()  # with several GPUs: one evaluation at a time on each (else just `device`)
     arch: Optional[str] = None  # the GPU's compute capability, for builds made ahead of evaluation
+    executor: str = "local"  # or "ray": the same stages as Ray tasks
+    ray_address: Optional[str] = None  # an existing Ray cluster; None starts a local one
 
 
 def probe_environment() -> dict:
@@ -230,7 +232,8 @@ def run_pairs(pairs: list, ctx: RunContext, resume: bool,
         free.put(device)
     candidates = [read_candidate(pair) for pair in pairs]
     keys = [pair_key(pair, source or "", ctx) for pair, (source, _) in zip(pairs, candidates)]
-    build_pool = ThreadPoolExecutor(builds.pool_size(ctx.config)) if builds.enabled(ctx.config, ctx.device) else None
+    build_stage = builds.enabled(ctx.config, ctx.device) and ctx.executor == "local"  # Ray runs its own
+    build_pool = ThreadPoolExecutor(builds.pool_size(ctx.config)) if build_stage else None
     prebuilt = {i: build_pool.submit(prebuild_pair, pair, source, ctx)
                 for i, (pair, (source, early)) in enumerate(zip(pairs, candidates))
                 if build_pool and keys[i] not in done and early is None and builds.builds_extension(source)
@@ -256,6 +259,8 @@ def run_pairs(pairs: list, ctx: RunContext, resume: bool,
             on_result([results[i] for i in sorted(results)])
 
     try:
+        if ctx.executor == "ray":
+            return run_pairs_on_ray(pairs, ctx, candidates, keys, done, on_start, on_result)
         if free.qsize() == 1:
             for index, pair in enumerate(pairs):
                 judge(index, pair)
@@ -267,6 +272,56 @@ def run_pairs(pairs: list, ctx: RunContext, resume: bool,
         if build_pool:
             build_pool.shutdown(cancel_futures=True)
     return [results[i] for i in range(len(pairs))]
+
+
+def run_pairs_on_ray(pairs: list, ctx: RunContext, candidates: list, keys: list, done: dict,
+                     on_start: Callable, on_result: Callable) -> list[Result]:
+    """The same stages as Ray tasks: builds on CPUs, each evaluation holding a GPU (on the CPU: a whole node,
+    since two timed evaluations on one CPU would disturb each other). Results are appended as tasks end."""
+    try:
+        import ray
+    except ImportError:
+        raise UsageError("--executor ray needs Ray: pip install ray") from None
+    # Workers import the harness from this checkout (on a cluster: the same path on every node).
+    ray.init(address=ctx.ray_address, ignore_reinit_error=True, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
+    gpu = ctx.device.startswith("cuda")
+    build_task = ray.remote(num_cpus=1)(prebuild_pair)
+    node_cpus = min(node["Resources"].get("CPU", 1) for node in ray.nodes() if node["Alive"])
+    evaluate_task = ray.remote(num_gpus=1, num_cpus=1)(evaluate_on_ray) if gpu else \
+        ray.remote(num_cpus=max(1, int(node_cpus)))(evaluate_on_ray)
+    results, pending = {}, {}
+    for index, pair in enumerate(pairs):
+        (source, early), key = candidates[index], keys[index]
+        on_start(pair)
+        if key in done:
+            results[index] = done[key]
+            continue
+        built = None
+        if builds.enabled(ctx.config, ctx.device) and early is None and builds.builds_extension(source) \
+                and skip_for_device(pair, source, ctx.device) is None:
+            built = build_task.remote(pair, source, ctx)
+        pending[evaluate_task.remote(pair, source, early, key, ctx, built)] = index
+    results_path = ctx.run_dir / "results.jsonl"
+    while pending:
+        (ref,), _ = ray.wait(list(pending), num_returns=1)
+        index = pending.pop(ref)
+        try:
+            result = ray.get(ref)
+        except Exception as exc:  # the task itself failed (a node lost, say): the pair still gets a Result
+            result = failure(pairs[index].problem, pairs[index].solution, Status.CRASH, f"Ray task failed: {exc}")
+            result.key = keys[index]
+        store.append_jsonl(results_path, result.to_dict())
+        results[index] = result
+        on_result([results[i] for i in sorted(results)])
+    return [results[i] for i in range(len(pairs))]
+
+
+def evaluate_on_ray(pair: discover.Pair, source: Optional[str], early: Optional[Result], key: str,
+                    ctx: RunContext, built: Optional[Result]) -> Result:
+    """One evaluation in a Ray task; Ray hands the task its GPU as cuda:0 (CUDA_VISIBLE_DEVICES)."""
+    device = "cuda:0" if ctx.device.startswith("cuda") else "cpu"
+    return evaluate_pair(pair, source, early or built, key, dataclasses.replace(ctx, device=device, devices=()))
 
 
 def prebuild_pair(pair: discover.Pair, source: str, ctx: RunContext) -> Optional[Result]:

@@ -9,6 +9,7 @@ an allow-list. The worker only makes honest candidates easy to measure.
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import os
 import signal
 import traceback
@@ -104,6 +105,7 @@ class Worker:
         self.timer = timing.Timer(self.device, cold_cache)
         self.module = self.model = None
         self.class_name = "ModelNew"
+        self.build_lock = None
         self.held = []  # outputs the judge may still be reading
         self.timing_inputs = None
 
@@ -111,6 +113,7 @@ class Worker:
         """Import the candidate (load_inline builds run here); class_name is the class to build."""
         CANDIDATE_PATH["path"] = str(path)
         self.class_name = class_name
+        self.build_lock = lock_build_dir()  # held until ModelNew is built (builds may happen in __init__)
         try:
             self.module = load_module(source, path, module_name, overrides)
         except BaseException as exc:  # SystemExit and KeyboardInterrupt from candidate code too
@@ -134,6 +137,8 @@ class Worker:
             if BUILDS["error"]:  # an extension built in __init__ failed: a compile error, not a runtime one
                 return ("error", "compile_error", f"extension build in {self.class_name}(...) failed: " + BUILDS["error"])
             return ("error", "runtime_error", f"{self.class_name}(...) raised " + describe(exc))
+        finally:
+            release_build_dir(self)
         self.model = model
         return ("ok", {"copied_tensors": copied, "build_s": BUILDS["seconds"]})
 
@@ -252,6 +257,29 @@ def poison_free_memory(device: torch.device, sizes: list) -> None:
         del blocks
     if device.type == "cuda":
         torch.cuda.synchronize(device)
+
+
+def lock_build_dir():
+    """Take this candidate's build folder for ourselves (flock, which dies with its holder), then clear the
+    lock files torch's own builder leaves when a build is killed (a timeout): otherwise every later build
+    of the same source would wait on them for ever. Several processes may build one source at once."""
+    root = os.environ.get("TORCH_EXTENSIONS_DIR")
+    if not root:
+        return None
+    os.makedirs(root, exist_ok=True)
+    fd = os.open(os.path.join(root, ".harness-build.lock"), os.O_CREAT | os.O_RDWR, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    for name in os.listdir(root):
+        stale = os.path.join(root, name, "lock")
+        if os.path.isfile(stale):
+            os.unlink(stale)  # its builder is gone: every builder of this folder holds our flock
+    return fd
+
+
+def release_build_dir(worker) -> None:
+    if getattr(worker, "build_lock", None) is not None:
+        os.close(worker.build_lock)
+        worker.build_lock = None
 
 
 def cached_free_bytes(device: torch.device) -> int:

@@ -31,3 +31,16 @@ def test_pool_and_switch():
     assert builds.enabled({"prebuild": "auto"}, "cuda:0") and not builds.enabled({"prebuild": "auto"}, "cpu")
     assert builds.enabled({"prebuild": "on"}, "cpu") and not builds.enabled({"prebuild": "off"}, "cuda:1")
     assert builds.builds_extension("from torch.utils.cpp_extension import load_inline")
+
+
+def test_a_killed_build_does_not_block_the_next(tmp_path, monkeypatch):
+    from harness import worker
+
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
+    (tmp_path / "some_ext").mkdir()
+    (tmp_path / "some_ext" / "lock").write_text("")  # what torch leaves when its builder is killed
+    holder = worker.Worker.__new__(worker.Worker)
+    holder.build_lock = worker.lock_build_dir()
+    assert not (tmp_path / "some_ext" / "lock").exists()
+    worker.release_build_dir(holder)
+    assert holder.build_lock is None
