@@ -197,10 +197,6 @@ class Timer:
                  for body in (calls, flushes, flushes, calls)]
         return tuple(max((a1 + a2 - b1 - b2) / (2 * self.batch), FLOOR_MS) for a1, b1, b2, a2 in zip(*timed))
 
-    def work_per_sample(self) -> tuple[int, int]:
-        """(calls, flushes) one `sample` runs, timed or not: what the judge's wall clock must account for."""
-        return work_per_sample(self.method, self.batch, self.cold_cache)
-
     def batched_calls(self) -> None:
         for _ in range(self.batch):
             self.flush()
@@ -218,7 +214,8 @@ def output_tensors(out) -> list:
 
 
 def work_per_sample(method: str, batch: int, cold_cache: bool) -> tuple[int, int]:
-    """(calls, flushes) in one sample of a method: one of each for a single window; for batched methods
+    """(calls, flushes) one `Timer.sample` runs, timed or not: what the judge's wall clock must account for.
+    One of each for a single window; for batched methods
     one untimed batch (of flushes, or of calls on a hot cache), then calls, flushes, flushes, calls."""
     if method in ("perf_counter", "cuda_event"):
         return 1, int(cold_cache)
