@@ -13,6 +13,8 @@ import os
 import re
 import subprocess
 import sys
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -40,20 +42,37 @@ def enabled(cfg: dict, device: str) -> bool:
     return cfg["prebuild"] == "on" or (cfg["prebuild"] == "auto" and device.startswith("cuda"))
 
 
+@dataclass
+class Prebuilt:
+    """What the build stage did for one pair: the Result when the pair ended there, and its times."""
+
+    result: Optional[Result] = None
+    build_s: float = 0.0  # seconds inside torch's extension builders (near 0 on a build-cache hit)
+    wall_s: float = 0.0  # the builder process, start to end
+
+    def add_to(self, result: Result) -> Result:
+        """Count the stage's build time in the pair's compile_s, and its wall time in phases_s."""
+        result.compile_s = round((result.compile_s or 0.0) + self.build_s, 3)
+        result.phases_s = {**(result.phases_s or {}), "build_stage": round(self.wall_s, 3)}
+        return result
+
+
 def prebuild(problem: str, solution: str, path: Path, source: str, overrides: dict, build_dir: Path,
-             arch: Optional[str], cfg: dict) -> Optional[Result]:
-    """Build a candidate's extension in a builder process; a Result only when the pair ends here."""
+             arch: Optional[str], cfg: dict) -> Prebuilt:
+    """Build a candidate's extension in a builder process; its Result is set only when the pair ends here."""
     job = {"path": str(path), "source": source, "overrides": overrides, "build_dir": str(build_dir), "arch": arch,
            "config": cfg}
+    started = time.monotonic()
     try:
         proc = subprocess.run([sys.executable, "-m", "harness.builds"], cwd=ROOT, input=json.dumps(job),
                               capture_output=True, text=True, timeout=cfg["compile_timeout"] + 120)
         verdict = json.loads(proc.stdout.strip().splitlines()[-1])
     except (subprocess.TimeoutExpired, ValueError, IndexError):
-        return None  # the evaluation will build (and judge) it
+        return Prebuilt(wall_s=time.monotonic() - started)  # the evaluation will build (and judge) it
+    done = Prebuilt(build_s=float(verdict.get("build_s") or 0.0), wall_s=time.monotonic() - started)
     if verdict.get("status") in (Status.COMPILE_ERROR.value, Status.TIMEOUT.value):
-        return failure(problem, solution, Status(verdict["status"]), f"build stage: {verdict['error']}")
-    return None
+        done.result = failure(problem, solution, Status(verdict["status"]), f"build stage: {verdict['error']}")
+    return done
 
 
 def build(job: dict) -> dict:
@@ -72,6 +91,8 @@ def build(job: dict) -> dict:
         return {"status": Status.TIMEOUT.value, "error": str(exc)} if exc.status == "timeout" else {}
     finally:
         sandbox.close()
+    if isinstance(reply, tuple) and len(reply) == 2 and isinstance(reply[1], dict):
+        return {"build_s": reply[1].get("build_s", 0.0)}
     message = str(reply[2]) if isinstance(reply, tuple) and len(reply) == 3 else ""
     found = BUILD_FAILURE.search(message)
     if not found:

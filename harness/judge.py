@@ -4,11 +4,13 @@ It imports the problem, never the candidate. Usage: python -m harness.judge < JO
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
 import re
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -100,6 +102,9 @@ class PairJudge(PairTiming):
     def start_worker(self) -> None:
         """Start the candidate's worker: import the candidate (timing the build) and construct ModelNew."""
         self.sandbox = self.spawn_worker()
+        # The reference's timing worker starts now too: its torch import and CUDA start-up overlap the
+        # candidate's build and the correctness trials instead of adding to the pair's wall time.
+        self.ref_sandbox = self.spawn_worker()
         built = self.load_into(self.sandbox, self.job["solution_path"], self.job["solution_source"], "ModelNew")
         self.result.compile_s = round(float(built["build_s"]), 3)
 
@@ -230,12 +235,25 @@ class PairJudge(PairTiming):
 
     # -- the whole pair ----------------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def phase(self, name: str):
+        """Record the wall seconds of one phase of the pair in `phases_s` (for throughput work)."""
+        started = timing.now_ns()
+        try:
+            yield
+        finally:
+            phases = self.result.phases_s = self.result.phases_s or {}
+            phases[name] = round(phases.get(name, 0.0) + (timing.now_ns() - started) / 1e9, 3)
+
     def run(self) -> Result:
         """Judge the pair; every path ends in exactly one Result."""
         try:
-            self.load_reference()
-            self.start_worker()
-            self.check_correctness()
+            with self.phase("reference"):
+                self.load_reference()
+            with self.phase("candidate_worker"):
+                self.start_worker()
+            with self.phase("correctness"):
+                self.check_correctness()
             self.time_pair()
         except Verdict as verdict:
             self.result.status, self.result.error = verdict.status.value, one_line(verdict.error)
@@ -243,7 +261,8 @@ class PairJudge(PairTiming):
         except WorkerFailure as failure_:
             self.result.status, self.result.error = failure_.status, one_line(str(failure_))
         finally:
-            self.finish()
+            with self.phase("finish"):
+                self.finish()
         return self.result
 
     def finish(self) -> None:
@@ -293,12 +312,15 @@ def main() -> None:
     make_undumpable()
     adopt_orphans()
     job = json.loads(sys.stdin.read())
+    started_s = max(0.0, time.time() - job.get("spawned_at", time.time()))  # interpreter and torch start-up
     result_fd = os.dup(1)
     os.dup2(2, 1)  # anything printed from here on goes to the log, not into the result
     torch.backends.cuda.matmul.allow_tf32 = False  # the reference in full float32
     torch.backends.cudnn.allow_tf32 = False
     try:
-        result = PairJudge(job).run()
+        judge = PairJudge(job)
+        judge.result.phases_s = {"judge_start": round(started_s, 3)}
+        result = judge.run()
     except Exception as exc:  # a judge bug still yields a Result, never a silent pair
         result = failure(job["problem"], job["solution"], Status.CRASH, f"judge error: {type(exc).__name__}: {exc}")
     with os.fdopen(result_fd, "w") as out:

@@ -2,6 +2,7 @@
 then statistics, roofline figures, clocks and the timing flags. Mixed into PairJudge."""
 from __future__ import annotations
 
+import contextlib
 import random
 import re
 import statistics
@@ -36,32 +37,38 @@ class PairTiming:
         The reference is timed in a worker too (trusted code, the same weights) so that both sides run
         under the same timing code in the same kind of process: an A/A pair must come out a tie.
         """
+        with self.phase("timing_setup"):
+            self.prepare_both_sides()
+        with self.phase("timing"):
+            self.time_rounds()
+
+    def prepare_both_sides(self) -> None:
+        """Build the reference in its worker, give both workers timing inputs, choose their methods, trace."""
         cfg = self.cfg
         private = self.make_inputs(cfg["trials"] + cfg["wide_trials"], wide=False)
         release_cached_memory(self.device)
-        try:
-            self.ref_sandbox = self.spawn_worker()
+        with reference_failures_are_crashes():
             self.load_into(self.ref_sandbox, self.job["problem_path"], self.problem_source, "Model")
             ref_method, ref_batch = self.prepare_side(self.ref_sandbox, private)
-        except (Verdict, WorkerFailure) as exc:  # the reference is trusted: this is the harness's failure
-            raise Verdict(Status.CRASH, f"the reference's timing worker failed: {exc}") from None
         self.result.ref_timer, self.result.ref_batch = ref_method, ref_batch
         self.result.new_timer, self.result.new_batch = self.prepare_side(self.sandbox, private)
         self.same_method_both_sides()
         del private  # each worker has its own copy; rounds bring fresh contents
         if self.uses_only_reference_ops():
             self.result.flags.append("no_custom_kernel")
+
+    def time_rounds(self) -> None:
+        """The alternating rounds, then statistics, the tampering cross-check and the compiled baseline."""
+        cfg = self.cfg
         clocks = ClockMonitor(self.device.index or 0) if self.device.type == "cuda" else None
 
         ref_judged, new_judged = [], []  # the judge's own wall clock (ms) around each timing request
 
         def ref_sample() -> float:
-            try:
+            with reference_failures_are_crashes():
                 started = timing.now_ns()
                 ms, wall = plausible_sample(self.expect_ok(self.ref_sandbox.request("time", cfg["timeout"])))
                 ref_judged.append((timing.now_ns() - started) / 1e6)
-            except (Verdict, WorkerFailure) as exc:
-                raise Verdict(Status.CRASH, f"the reference's timing worker failed: {exc}") from None
             self.result.ref_wall_ms.append(wall)
             if clocks:
                 clocks.sample()
@@ -127,9 +134,12 @@ class PairTiming:
         with is one the reference uses. A candidate that computes nothing traceable is not flagged.
         """
         try:  # a profiler that cannot start (no CUPTI, say) leaves the flag unset; it blames no one
-            ref = self.expect_ok(self.ref_sandbox.request("trace", self.cfg["timeout"]))
+            with reference_failures_are_crashes(keep_verdicts=True):
+                ref = self.expect_ok(self.ref_sandbox.request("trace", self.cfg["timeout"]))
             new = self.expect_ok(self.sandbox.request("trace", self.cfg["timeout"]))
-        except Verdict:
+        except Verdict as verdict:
+            if verdict.status == Status.CRASH:
+                raise
             return False
         try:
             if self.device.type == "cuda":
@@ -169,10 +179,8 @@ class PairTiming:
         if {r.ref_timer, r.new_timer} != {"cuda_graph", "batched_events"}:
             return
         if r.ref_timer == "cuda_graph":
-            try:
+            with reference_failures_are_crashes():
                 r.ref_timer, r.ref_batch = self.prepare_again(self.ref_sandbox)
-            except (Verdict, WorkerFailure) as exc:
-                raise Verdict(Status.CRASH, f"the reference's timing worker failed: {exc}") from None
         else:
             r.new_timer, r.new_batch = self.prepare_again(self.sandbox)
 
@@ -234,6 +242,18 @@ class PairTiming:
         except Exception as exc:  # a baseline that cannot compile is reported, never fatal
             self.result.compiled_ms = None
             self.result.compiled_error = one_line(f"{type(exc).__name__}: {exc}", 200)
+
+
+@contextlib.contextmanager
+def reference_failures_are_crashes(keep_verdicts: bool = False):
+    """The reference's worker runs trusted code: its failure is the harness's, a crash, never the candidate's.
+    keep_verdicts passes its error replies through (a profiler that cannot start, say)."""
+    try:
+        yield
+    except (Verdict, WorkerFailure) as exc:
+        if keep_verdicts and isinstance(exc, Verdict):
+            raise
+        raise Verdict(Status.CRASH, f"the reference's timing worker failed: {exc}") from None
 
 
 def plausible_sample(payload) -> tuple[float, float]:

@@ -101,6 +101,7 @@ class Result:
     ref_wall_ms: list = field(default_factory=list)
     new_wall_ms: list = field(default_factory=list)
     peak_mem_mb: Optional[dict] = None
+    phases_s: Optional[dict] = None  # wall seconds of each judge phase, where the pair's time went
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:

@@ -162,12 +162,16 @@ def judge_timeout(cfg: dict) -> float:
 
 
 def evaluate_pair(pair: discover.Pair, source: Optional[str], early: Optional[Result], key: str,
-                  ctx: RunContext) -> Result:
-    """Judge one pair in its own process (unless `early` already ended it); always one Result."""
+                  ctx: RunContext, prebuilt: Optional[builds.Prebuilt] = None) -> Result:
+    """Judge one pair in its own process (unless `early` or its build stage already ended it); one Result."""
     started = time.monotonic()
+    if early is None and prebuilt is not None:
+        early = prebuilt.result
     if early is None:
         early = skip_for_device(pair, source, ctx.device)
     result = early or run_judge(pair, source, ctx)
+    if prebuilt is not None:
+        prebuilt.add_to(result)
     result.key, result.device = key, result.device or ctx.device
     result.problem_path, result.solution_path = relative(pair.problem_path), relative(pair.solution_path)
     result.wall_s = round(time.monotonic() - started, 3)
@@ -190,7 +194,7 @@ def run_judge(pair: discover.Pair, source: str, ctx: RunContext) -> Result:
     with open(log_dir / f"{stem}.judge.log", "w") as log:
         try:
             proc = subprocess.run([sys.executable, "-m", "harness.judge"], cwd=ROOT, env=JUDGE_ENV,
-                                  input=json.dumps(job), stdout=subprocess.PIPE, stderr=log,
+                                  input=json.dumps({**job, "spawned_at": time.time()}), stdout=subprocess.PIPE, stderr=log,
                                   text=True, timeout=judge_timeout(ctx.config))
         except subprocess.TimeoutExpired:
             return failure(pair.problem, pair.solution, Status.TIMEOUT, "the judge process exceeded its ceiling")
@@ -246,10 +250,10 @@ def run_pairs(pairs: list, ctx: RunContext, resume: bool,
         if key in done:
             result = done[key]
         else:
-            early = early or (prebuilt[index].result() if index in prebuilt else None)
+            built = prebuilt[index].result() if index in prebuilt else None
             device = free.get()
             try:
-                result = evaluate_pair(pair, source, early, key, dataclasses.replace(ctx, device=device))
+                result = evaluate_pair(pair, source, early, key, dataclasses.replace(ctx, device=device), built)
             finally:
                 free.put(device)
         with lock:
@@ -318,14 +322,14 @@ def run_pairs_on_ray(pairs: list, ctx: RunContext, candidates: list, keys: list,
 
 
 def evaluate_on_ray(pair: discover.Pair, source: Optional[str], early: Optional[Result], key: str,
-                    ctx: RunContext, built: Optional[Result]) -> Result:
+                    ctx: RunContext, built: Optional[builds.Prebuilt]) -> Result:
     """One evaluation in a Ray task; Ray hands the task its GPU as cuda:0 (CUDA_VISIBLE_DEVICES)."""
     device = "cuda:0" if ctx.device.startswith("cuda") else "cpu"
-    return evaluate_pair(pair, source, early or built, key, dataclasses.replace(ctx, device=device, devices=()))
+    return evaluate_pair(pair, source, early, key, dataclasses.replace(ctx, device=device, devices=()), built)
 
 
-def prebuild_pair(pair: discover.Pair, source: str, ctx: RunContext) -> Optional[Result]:
-    """The build stage for one pair: its extension built in the build cache; a Result if the build failed."""
+def prebuild_pair(pair: discover.Pair, source: str, ctx: RunContext) -> Optional[builds.Prebuilt]:
+    """The build stage for one pair: its extension built in the build cache (with a Result if that failed)."""
     try:
         return builds.prebuild(pair.problem, pair.solution, pair.solution_path, source, ctx.overrides,
                                build_dir(ctx, source), ctx.arch, ctx.config)

@@ -120,7 +120,7 @@ class Worker:
             return ("error", "compile_error", describe(exc))
         if not isinstance(getattr(self.module, class_name, None), type):
             return ("error", "compile_error", f"the candidate defines no class {class_name}")
-        return ("ok", {})
+        return ("ok", {"build_s": BUILDS["seconds"]})
 
     def op_construct(self, init_args: list, init_seed: int, state_dict: dict):
         """Build ModelNew with the problem's init inputs and the reference's weights where they match."""
