@@ -26,7 +26,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEMS = ["sigmoid", "hardsigmoid", "gemm_sigmoid_scaling_residualadd", "matmul_sigmoid_sum"]
-PHASES = ["build_stage", "judge_start", "reference", "candidate_worker", "correctness", "timing_setup", "timing", "finish"]
+PHASES = ["build_stage", "judge_start", "reference", "workers", "correctness", "correctness.candidate",
+          "correctness.truth", "timing_setup", "timing", "timing.refresh", "timing.checks", "finish"]
 SCALE_CANDIDATE = ROOT / "solutions" / "sigmoid" / "seed001_fast_math.py"
 
 

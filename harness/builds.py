@@ -57,11 +57,12 @@ class Prebuilt:
         return result
 
 
-def prebuild(problem: str, solution: str, path: Path, source: str, overrides: dict, build_dir: Path,
-             arch: Optional[str], cfg: dict) -> Prebuilt:
-    """Build a candidate's extension in a builder process; its Result is set only when the pair ends here."""
+def prebuild(problem: str, problem_path: Path, solution: str, path: Path, source: str, overrides: dict,
+             build_dir: Path, arch: Optional[str], cfg: dict) -> Prebuilt:
+    """Build a candidate's extension in a builder process (importing it, and constructing ModelNew when
+    the import built nothing); its Result is set only when the pair ends here."""
     job = {"path": str(path), "source": source, "overrides": overrides, "build_dir": str(build_dir), "arch": arch,
-           "config": cfg}
+           "config": cfg, "problem_path": str(problem_path)}
     started = time.monotonic()
     try:
         proc = subprocess.run([sys.executable, "-m", "harness.builds"], cwd=ROOT, input=json.dumps(job),
@@ -76,17 +77,23 @@ def prebuild(problem: str, solution: str, path: Path, source: str, overrides: di
 
 
 def build(job: dict) -> dict:
-    """Import the candidate in a CPU-only worker; {"status": ..., "error": ...} when that ended the pair."""
+    """Import (and perhaps construct) the candidate in a CPU-only worker: {"build_s": ...}, or
+    {"status": ..., "error": ...} when a failed build ended the pair."""
     from harness.sandbox import Sandbox, WorkerFailure  # torch comes with these: only in this process
 
     cfg = job["config"]
-    env = {"TORCH_EXTENSIONS_DIR": job["build_dir"], "CUDA_VISIBLE_DEVICES": ""}
+    env = {"TORCH_EXTENSIONS_DIR": job["build_dir"]}
     if job["arch"] and "TORCH_CUDA_ARCH_LIST" not in os.environ:
         env["TORCH_CUDA_ARCH_LIST"] = job["arch"]  # what the judge will ask for: the same build, reused
-    sandbox = Sandbox(("cpu", False), env, cfg["output_limit_bytes"], cfg["kill_grace_s"])
+    sandbox = Sandbox({"CUDA_VISIBLE_DEVICES": ""}, cfg["output_limit_bytes"], cfg["kill_grace_s"])
     try:
+        sandbox.greet("cpu", False, env)
         reply = sandbox.request("import", cfg["compile_timeout"], path=job["path"], source=job["source"],
                                 module_name="candidate_module", overrides=job["overrides"])
+        init_args = problem_init_args(job) if ok_without_build(reply) else None
+        if init_args is not None:  # nothing was built at import: ModelNew(...) may build in __init__
+            reply = sandbox.request("construct", cfg["timeout"] + cfg["compile_timeout"], init_args=init_args,
+                                    init_seed=cfg["init_seed"], state_dict={})
     except WorkerFailure as exc:
         return {"status": Status.TIMEOUT.value, "error": str(exc)} if exc.status == "timeout" else {}
     finally:
@@ -99,6 +106,26 @@ def build(job: dict) -> dict:
         return {}
     details = message[found.end():] + "\n" + sandbox.log.text()
     return {"status": Status.COMPILE_ERROR.value, "error": one_line(message[:found.end()] + first_compiler_error(details))}
+
+
+def ok_without_build(reply) -> bool:
+    return isinstance(reply, tuple) and len(reply) == 2 and isinstance(reply[1], dict) and not reply[1].get("build_s")
+
+
+def problem_init_args(job: dict) -> Optional[list]:
+    """The problem's constructor arguments (its own trusted code, on the CPU), or None if they cannot be had."""
+    import torch
+
+    from harness.inputs import init_inputs
+    from harness.load import load_module
+
+    try:
+        problem = load_module(Path(job["problem_path"]).read_text(), job["problem_path"], "problem_module",
+                              job["overrides"])
+        with torch.device("cpu"):
+            return init_inputs(problem)
+    except Exception:
+        return None
 
 
 if __name__ == "__main__":

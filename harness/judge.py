@@ -17,7 +17,7 @@ import torch
 
 from harness import check, inputs as inputs_mod, timing
 from harness.config import tolerance_for
-from harness.judge_timing import PairTiming, release_cached_memory
+from harness.judge_timing import PairTiming, reference_failures_are_crashes, release_cached_memory
 from harness.load import load_module
 from harness.records import WORKER_STATUSES, Result, Status, Verdict, failure, first_compiler_error, one_line
 from harness.procs import adopt_orphans, kill_orphans, make_undumpable, my_children
@@ -31,16 +31,13 @@ NO_CUDA = re.compile(r"not compiled with CUDA|CUDA_HOME|no CUDA GPUs|NVIDIA driv
 class PairJudge(PairTiming):
     """Judges one (problem, candidate) pair on one device: correctness here, timing in PairTiming."""
 
-    def __init__(self, job: dict):
+    def __init__(self, job: dict, workers: tuple, helpers: frozenset):
         self.job, self.cfg = job, job["config"]
         self.device = torch.device(job["device"])
         self.result = Result(problem=job["problem"], solution=job["solution"], status=Status.CORRECT.value,
                              device=str(self.device), gpu=gpu_name(self.device))
-        self.sandbox = self.ref_sandbox = None  # the candidate's worker; the reference's timing worker
-        # torch's shared-memory manager (CPU tensors cross to workers through it) is our child too:
-        # started now, before any worker exists, it is known as ours and spared when orphans are killed.
-        torch.empty(1).share_memory_()
-        self.helpers = frozenset(my_children())
+        self.sandbox, self.ref_sandbox = workers  # the candidate's worker; the reference's timing worker
+        self.helpers = helpers  # our own children that are no orphans (torch's shared-memory manager)
         self.truth_model = None
         self.flops = self.bytes_moved = 0
         self.ref_out_example = None
@@ -92,42 +89,41 @@ class PairJudge(PairTiming):
         try:
             if self.truth_model is None:
                 self.truth_model = copy.deepcopy(self.model).double()
-            with torch.no_grad():
+            with torch.no_grad(), self.phase("correctness.truth"):
                 return self.truth_model(*check.as_float64(inputs))
         except Exception:  # a model that pins its own dtypes has no float64 form: no truth then
             return None
 
     # -- the candidate side ------------------------------------------------------------------------
 
-    def start_worker(self) -> None:
-        """Start the candidate's worker: import the candidate (timing the build) and construct ModelNew."""
-        self.sandbox = self.spawn_worker()
-        # The reference's timing worker starts now too: its torch import and CUDA start-up overlap the
-        # candidate's build and the correctness trials instead of adding to the pair's wall time.
-        self.ref_sandbox = self.spawn_worker()
-        built = self.load_into(self.sandbox, self.job["solution_path"], self.job["solution_source"], "ModelNew")
-        self.result.compile_s = round(float(built["build_s"]), 3)
-
-    def spawn_worker(self) -> Sandbox:
-        """A fresh worker process on this pair's device."""
-        env = {"TORCH_EXTENSIONS_DIR": self.job["build_dir"]}
+    def start_workers(self) -> None:
+        """Both workers at once: the candidate imported (timing its build) and ModelNew built in one, the
+        reference's Model in the other (it is timed there later). A candidate's failure is its verdict;
+        the reference's is the harness's (a crash)."""
+        env = {}
         if self.device.type == "cuda" and "TORCH_CUDA_ARCH_LIST" not in os.environ:
             major, minor = torch.cuda.get_device_capability(self.device)
             env["TORCH_CUDA_ARCH_LIST"] = f"{major}.{minor}"  # build for this GPU only: much faster
-        return Sandbox((str(self.device), self.cfg["cold_cache"]), env,
-                       self.cfg["output_limit_bytes"], self.cfg["kill_grace_s"])
-
-    def load_into(self, sandbox: Sandbox, path: str, source: str, class_name: str) -> dict:
-        """Import a module in a worker and build its class with the reference's init inputs and weights."""
-        self.expect_ok(sandbox.request(
-            "import", self.cfg["compile_timeout"], path=path, source=source,
-            module_name="reference_module" if class_name == "Model" else "candidate_module",
-            overrides=self.job["overrides"], class_name=class_name), sandbox)
+        sides = ((self.sandbox, self.job["solution_path"], self.job["solution_source"], "ModelNew"),
+                 (self.ref_sandbox, self.job["problem_path"], self.problem_source, "Model"))
+        # Only the candidate gets the build folder (and its lock, held until ModelNew is built).
+        self.sandbox.greet(str(self.device), self.cfg["cold_cache"], {**env, "TORCH_EXTENSIONS_DIR": self.job["build_dir"]})
+        with reference_failures_are_crashes():
+            self.ref_sandbox.greet(str(self.device), self.cfg["cold_cache"], env)
         state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}  # a copy: ours stays private
-        # A candidate may build its extension in __init__: construction gets the build's time limit too.
-        return self.expect_ok(sandbox.request(
-            "construct", self.cfg["timeout"] + self.cfg["compile_timeout"], init_args=self.init_args,
-            init_seed=self.cfg["init_seed"], state_dict=state), sandbox)
+        for op, timeout, args in (
+                ("import", self.cfg["compile_timeout"], lambda path, source, name: dict(
+                    path=path, source=source, overrides=self.job["overrides"], class_name=name,
+                    module_name="reference_module" if name == "Model" else "candidate_module")),
+                # A candidate may build its extension in __init__: construction gets the build's time limit too.
+                ("construct", self.cfg["timeout"] + self.cfg["compile_timeout"], lambda *_: dict(
+                    init_args=self.init_args, init_seed=self.cfg["init_seed"], state_dict=state))):
+            for sandbox, path, source, name in sides:
+                sandbox.send(op, **args(path, source, name))
+            reply = self.expect_ok(self.sandbox.receive(op, timeout), self.sandbox)
+            with reference_failures_are_crashes():
+                self.expect_ok(self.ref_sandbox.receive(op, timeout), self.ref_sandbox)
+        self.result.compile_s = round(float(reply["build_s"]), 3)
 
     def expect_ok(self, reply, sandbox: Sandbox | None = None):
         """The payload of an 'ok' reply; an error reply ends the pair with its status."""
@@ -171,7 +167,8 @@ class PairJudge(PairTiming):
             truth = self.truth(inputs, ref_out)
             shared = inputs_mod.clone_tensors(inputs)
             try:
-                reply = self.run_candidate(shared, ref_out)
+                with self.phase("correctness.candidate"):
+                    reply = self.run_candidate(shared, ref_out)
             except Verdict as verdict:
                 verdict.error = f"{label}: {verdict.error}"
                 raise
@@ -250,8 +247,8 @@ class PairJudge(PairTiming):
         try:
             with self.phase("reference"):
                 self.load_reference()
-            with self.phase("candidate_worker"):
-                self.start_worker()
+            with self.phase("workers"):
+                self.start_workers()
             with self.phase("correctness"):
                 self.check_correctness()
             self.time_pair()
@@ -311,15 +308,28 @@ def main() -> None:
     """
     make_undumpable()
     adopt_orphans()
-    job = json.loads(sys.stdin.read())
-    started_s = max(0.0, time.time() - job.get("spawned_at", time.time()))  # interpreter and torch start-up
+    # The runner starts judges ahead of their pairs: the first line gives the run's config, and both
+    # workers start (importing torch) while this process waits for its pair on the second line.
+    config = json.loads(sys.stdin.readline())["config"]
+    # torch's shared-memory manager (CPU tensors cross to workers through it) is our child too:
+    # started before any worker exists, it is known as ours and spared when orphans are killed.
+    torch.empty(1).share_memory_()
+    helpers = frozenset(my_children())
+    workers = tuple(Sandbox({}, config["output_limit_bytes"], config["kill_grace_s"]) for _ in range(2))
+    line = sys.stdin.readline()
+    if not line.strip():  # the run ended before it needed this judge
+        for worker in workers:
+            worker.close()
+        os._exit(0)
+    job = json.loads(line)
+    waited_s = max(0.0, time.time() - job.get("sent_at", time.time()))  # for a judge still starting up
     result_fd = os.dup(1)
     os.dup2(2, 1)  # anything printed from here on goes to the log, not into the result
     torch.backends.cuda.matmul.allow_tf32 = False  # the reference in full float32
     torch.backends.cudnn.allow_tf32 = False
     try:
-        judge = PairJudge(job)
-        judge.result.phases_s = {"judge_start": round(started_s, 3)}
+        judge = PairJudge(job, workers, helpers)
+        judge.result.phases_s = {"judge_start": round(waited_s, 3)}
         result = judge.run()
     except Exception as exc:  # a judge bug still yields a Result, never a silent pair
         result = failure(job["problem"], job["solution"], Status.CRASH, f"judge error: {type(exc).__name__}: {exc}")

@@ -43,12 +43,11 @@ class PairTiming:
             self.time_rounds()
 
     def prepare_both_sides(self) -> None:
-        """Build the reference in its worker, give both workers timing inputs, choose their methods, trace."""
+        """Give both workers timing inputs, let them choose their timing methods, and trace one call of each."""
         cfg = self.cfg
         private = self.make_inputs(cfg["trials"] + cfg["wide_trials"], wide=False)
         release_cached_memory(self.device)
         with reference_failures_are_crashes():
-            self.load_into(self.ref_sandbox, self.job["problem_path"], self.problem_source, "Model")
             ref_method, ref_batch = self.prepare_side(self.ref_sandbox, private)
         self.result.ref_timer, self.result.ref_batch = ref_method, ref_batch
         self.result.new_timer, self.result.new_batch = self.prepare_side(self.sandbox, private)
@@ -133,10 +132,13 @@ class PairTiming:
         the CPU, where a compiled extension's own loops leave no trace: every torch operator it computes
         with is one the reference uses. A candidate that computes nothing traceable is not flagged.
         """
+        for box in (self.ref_sandbox, self.sandbox):  # both at once: the profiler is slow to start
+            box.send("trace")
+        with reference_failures_are_crashes():
+            ref_reply = self.ref_sandbox.receive("trace", self.cfg["timeout"])
+        new_reply = self.sandbox.receive("trace", self.cfg["timeout"])
         try:  # a profiler that cannot start (no CUPTI, say) leaves the flag unset; it blames no one
-            with reference_failures_are_crashes(keep_verdicts=True):
-                ref = self.expect_ok(self.ref_sandbox.request("trace", self.cfg["timeout"]))
-            new = self.expect_ok(self.sandbox.request("trace", self.cfg["timeout"]))
+            ref, new = self.expect_ok(ref_reply), self.expect_ok(new_reply)
         except Verdict as verdict:
             if verdict.status == Status.CRASH:
                 raise
@@ -153,14 +155,23 @@ class PairTiming:
     def refresh_timing_inputs(self, index: int) -> None:
         """Fresh secret-seeded input contents for round `index`, copied into both workers' timing inputs,
         so a candidate that caches results by input pointer, shape or content replays nothing."""
-        self.round_inputs = self.make_inputs(ROUND_SEED_OFFSET + index, wide=False)
-        for box in (self.ref_sandbox, self.sandbox):
-            self.expect_ok(box.request("refresh_timing_inputs", self.cfg["timeout"],
-                                       inputs=inputs_mod.clone_tensors(self.round_inputs)))
-        release_cached_memory(self.device)
+        with self.phase("timing.refresh"):
+            self.round_inputs = self.make_inputs(ROUND_SEED_OFFSET + index, wide=False)
+            # The reference's worker (trusted) copies from our own tensors; the candidate's gets a copy of
+            # them, since it could write into what it is sent, and we check its output against round_inputs.
+            self.ref_sandbox.send("refresh_timing_inputs", inputs=self.round_inputs)
+            self.sandbox.send("refresh_timing_inputs", inputs=inputs_mod.clone_tensors(self.round_inputs))
+            with reference_failures_are_crashes():
+                self.expect_ok(self.ref_sandbox.receive("refresh_timing_inputs", self.cfg["timeout"]))
+            self.expect_ok(self.sandbox.receive("refresh_timing_inputs", self.cfg["timeout"]))
+            release_cached_memory(self.device, only_when_short=True)
 
     def check_timed_output(self, index: int) -> None:
         """The candidate's last timed output of round `index` must be right for that round's inputs."""
+        with self.phase("timing.checks"):
+            self.compare_timed_output(index)
+
+    def compare_timed_output(self, index: int) -> None:
         ref_out = self.reference(self.round_inputs)
         reply = self.expect_ok(self.sandbox.request("last_timed_output", self.cfg["timeout"]))
         problem = check.structure_problem(ref_out, reply)
@@ -245,14 +256,11 @@ class PairTiming:
 
 
 @contextlib.contextmanager
-def reference_failures_are_crashes(keep_verdicts: bool = False):
-    """The reference's worker runs trusted code: its failure is the harness's, a crash, never the candidate's.
-    keep_verdicts passes its error replies through (a profiler that cannot start, say)."""
+def reference_failures_are_crashes():
+    """The reference's worker runs trusted code: its failure is the harness's, a crash, never the candidate's."""
     try:
         yield
     except (Verdict, WorkerFailure) as exc:
-        if keep_verdicts and isinstance(exc, Verdict):
-            raise
         raise Verdict(Status.CRASH, f"the reference's timing worker failed: {exc}") from None
 
 
@@ -267,7 +275,14 @@ def plausible_sample(payload) -> tuple[float, float]:
     return ms, wall
 
 
-def release_cached_memory(device: torch.device) -> None:
-    """Hand this process's cached GPU blocks back, so the worker can use the memory."""
-    if device.type == "cuda":
-        torch.cuda.empty_cache()
+def release_cached_memory(device: torch.device, only_when_short: bool = False) -> None:
+    """Hand this process's cached GPU blocks back, so the workers can use the memory; only_when_short:
+    only when under a quarter of the GPU is free (in timing rounds, where freeing and allocating again
+    every round would cost more than the round's own work)."""
+    if device.type != "cuda":
+        return
+    if only_when_short:
+        free, total = torch.cuda.mem_get_info(device)
+        if free > total / 4:
+            return
+    torch.cuda.empty_cache()

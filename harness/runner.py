@@ -162,14 +162,15 @@ def judge_timeout(cfg: dict) -> float:
 
 
 def evaluate_pair(pair: discover.Pair, source: Optional[str], early: Optional[Result], key: str,
-                  ctx: RunContext, prebuilt: Optional[builds.Prebuilt] = None) -> Result:
+                  ctx: RunContext, prebuilt: Optional[builds.Prebuilt] = None,
+                  starter: Optional[JudgeStarter] = None) -> Result:
     """Judge one pair in its own process (unless `early` or its build stage already ended it); one Result."""
     started = time.monotonic()
     if early is None and prebuilt is not None:
         early = prebuilt.result
     if early is None:
         early = skip_for_device(pair, source, ctx.device)
-    result = early or run_judge(pair, source, ctx)
+    result = early or run_judge(pair, source, ctx, starter)
     if prebuilt is not None:
         prebuilt.add_to(result)
     result.key, result.device = key, result.device or ctx.device
@@ -178,28 +179,77 @@ def evaluate_pair(pair: discover.Pair, source: Optional[str], early: Optional[Re
     return result
 
 
-def run_judge(pair: discover.Pair, source: str, ctx: RunContext) -> Result:
-    """Spawn `python -m harness.judge` for the pair and read back its Result."""
-    log_dir = ctx.run_dir / "logs"
-    log_dir.mkdir(parents=True, exist_ok=True)
+class JudgeStarter:
+    """Starts judge processes, ahead of their pairs on GPU runs: each imports torch and starts its two
+    workers while the pair before it runs, so that a pair does not wait for interpreters to start.
+    (Not on the CPU, where a process starting up would disturb the timings of the pair that runs.)"""
+
+    def __init__(self, ctx: RunContext, ahead: int):
+        self.ctx, self.ahead, self.count = ctx, ahead, 0
+        self.lock, self.ready = threading.Lock(), []
+        for _ in range(ahead):
+            self.ready.append(self.start())
+
+    def start(self) -> tuple[subprocess.Popen, Path]:
+        """A judge process, given the run's config; its log is renamed after its pair once it has one."""
+        log_dir = self.ctx.run_dir / "logs"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        with self.lock:
+            self.count += 1
+            log_path = log_dir / f"judge-{os.getpid()}-{self.count}.log"
+        with open(log_path, "w") as log:
+            proc = subprocess.Popen([sys.executable, "-m", "harness.judge"], cwd=ROOT, env=JUDGE_ENV,
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
+        proc.stdin.write(json.dumps({"config": self.ctx.config}) + "\n")
+        proc.stdin.flush()
+        return proc, log_path
+
+    def take(self) -> tuple[subprocess.Popen, Path]:
+        """A started judge (and another one started in its place)."""
+        with self.lock:
+            taken = self.ready.pop(0) if self.ready else None
+        if self.ahead:
+            replacement = self.start()
+            with self.lock:
+                self.ready.append(replacement)
+        return taken or self.start()
+
+    def close(self) -> None:
+        """Let the judges no pair needed go: an empty line tells one to stop its workers and exit."""
+        with self.lock:
+            left, self.ready = self.ready, []
+        for proc, log_path in left:
+            try:
+                proc.communicate("\n", timeout=30)
+            except (subprocess.TimeoutExpired, OSError, ValueError):
+                proc.kill()
+                proc.wait()
+            log_path.unlink(missing_ok=True)
+
+
+def run_judge(pair: discover.Pair, source: str, ctx: RunContext, starter: Optional[JudgeStarter] = None) -> Result:
+    """Give the pair to a judge process (`python -m harness.judge`) and read back its Result."""
     stem = f"{pair.problem}__{pair.solution}"
+    log_dir = ctx.run_dir / "logs"
     job = {"problem": pair.problem, "problem_path": str(pair.problem_path), "solution": pair.solution,
            "solution_path": str(pair.solution_path), "solution_source": source, "overrides": ctx.overrides,
            "device": ctx.device, "config": ctx.config, "secret": ctx.secret,
            "log_path": str(log_dir / f"{stem}.worker.log"),
            "build_dir": str(build_dir(ctx, source)),
            "peaks_dir": str(under_root(ctx.config["peaks_cache_dir"]))}
+    proc, log_path = (starter or JudgeStarter(ctx, ahead=0)).take()
     # The job (with the run's secret) goes through a pipe and the Result comes back through one:
     # neither is ever a file a candidate could read or forge.
-    with open(log_dir / f"{stem}.judge.log", "w") as log:
-        try:
-            proc = subprocess.run([sys.executable, "-m", "harness.judge"], cwd=ROOT, env=JUDGE_ENV,
-                                  input=json.dumps({**job, "spawned_at": time.time()}), stdout=subprocess.PIPE, stderr=log,
-                                  text=True, timeout=judge_timeout(ctx.config))
-        except subprocess.TimeoutExpired:
-            return failure(pair.problem, pair.solution, Status.TIMEOUT, "the judge process exceeded its ceiling")
     try:
-        return Result.from_dict(json.loads(proc.stdout))
+        out, _ = proc.communicate(json.dumps({**job, "sent_at": time.time()}) + "\n", timeout=judge_timeout(ctx.config))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return failure(pair.problem, pair.solution, Status.TIMEOUT, "the judge process exceeded its ceiling")
+    finally:
+        log_path.replace(log_dir / f"{stem}.judge.log")
+    try:
+        return Result.from_dict(json.loads(out))
     except (ValueError, TypeError, KeyError):
         return failure(pair.problem, pair.solution, Status.CRASH,
                        f"the judge process died (exit code {proc.returncode}); see logs/{stem}.judge.log")
@@ -238,6 +288,8 @@ def run_pairs(pairs: list, ctx: RunContext, resume: bool,
     keys = [pair_key(pair, source or "", ctx) for pair, (source, _) in zip(pairs, candidates)]
     build_stage = builds.enabled(ctx.config, ctx.device) and ctx.executor == "local"  # Ray runs its own
     build_pool = ThreadPoolExecutor(builds.pool_size(ctx.config)) if build_stage else None
+    gpu_run = ctx.device.startswith("cuda") and ctx.executor == "local"
+    starter = JudgeStarter(ctx, ahead=free.qsize() if gpu_run else 0)
     prebuilt = {i: build_pool.submit(prebuild_pair, pair, source, ctx)
                 for i, (pair, (source, early)) in enumerate(zip(pairs, candidates))
                 if build_pool and keys[i] not in done and early is None and builds.builds_extension(source)
@@ -253,7 +305,7 @@ def run_pairs(pairs: list, ctx: RunContext, resume: bool,
             built = prebuilt[index].result() if index in prebuilt else None
             device = free.get()
             try:
-                result = evaluate_pair(pair, source, early, key, dataclasses.replace(ctx, device=device), built)
+                result = evaluate_pair(pair, source, early, key, dataclasses.replace(ctx, device=device), built, starter)
             finally:
                 free.put(device)
         with lock:
@@ -273,6 +325,7 @@ def run_pairs(pairs: list, ctx: RunContext, resume: bool,
                 for future in [pool.submit(judge, i, pair) for i, pair in enumerate(pairs)]:
                     future.result()
     finally:
+        starter.close()
         if build_pool:
             build_pool.shutdown(cancel_futures=True)
     return [results[i] for i in range(len(pairs))]
@@ -331,7 +384,7 @@ def evaluate_on_ray(pair: discover.Pair, source: Optional[str], early: Optional[
 def prebuild_pair(pair: discover.Pair, source: str, ctx: RunContext) -> Optional[builds.Prebuilt]:
     """The build stage for one pair: its extension built in the build cache (with a Result if that failed)."""
     try:
-        return builds.prebuild(pair.problem, pair.solution, pair.solution_path, source, ctx.overrides,
+        return builds.prebuild(pair.problem, pair.problem_path, pair.solution, pair.solution_path, source, ctx.overrides,
                                build_dir(ctx, source), ctx.arch, ctx.config)
     except OSError:  # the stage only saves time: its own failure leaves the build to the evaluation
         return None

@@ -48,13 +48,17 @@ class BoundedLog:
 
 
 class Sandbox:
-    """One worker process and the channel to it."""
+    """One worker process and the channel to it.
 
-    def __init__(self, hello: tuple, env_extra: dict, output_limit: int, kill_grace_s: float):
+    Made in two steps, so that workers can start (and import torch) before their pair is known:
+    the constructor starts the process; `greet` waits for it to connect and tells it its device.
+    """
+
+    def __init__(self, env_extra: dict, output_limit: int, kill_grace_s: float):
         self.tmp = tempfile.TemporaryDirectory(prefix="harness-worker-")
         address = os.path.join(self.tmp.name, "channel.sock")
         authkey = secrets.token_bytes(32)
-        listener = channel.listen(address, authkey)
+        self.listener = channel.listen(address, authkey)
         env = {**os.environ, **env_extra, "HARNESS_SOCKET": address, "HARNESS_AUTHKEY": authkey.hex(),
                "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
         self.proc = subprocess.Popen(
@@ -65,9 +69,14 @@ class Sandbox:
         self.drainer = threading.Thread(target=self._drain, daemon=True)
         self.drainer.start()
         self.kill_grace_s = kill_grace_s
-        self.conn = self._accept(listener, timeout=120)
-        listener.close()
-        self.conn.send(hello)  # the device and timer settings the worker starts with
+        self.conn = None
+        self.awaiting = None  # the request whose reply has not been read
+
+    def greet(self, device: str, cold_cache: bool, env: dict, timeout: float = 120) -> None:
+        """Wait for the worker to connect, then send it its device, timer setting and build environment."""
+        self.conn = self._accept(self.listener, timeout)
+        self.listener.close()
+        self.conn.send((device, cold_cache, env))
 
     def _drain(self) -> None:
         for chunk in iter(lambda: self.proc.stdout.read1(65536), b""):
@@ -89,10 +98,20 @@ class Sandbox:
 
     def request(self, op: str, timeout: float, **args):
         """Send one request and wait for its reply; timeouts and deaths raise WorkerFailure."""
+        self.send(op, **args)
+        return self.receive(op, timeout)
+
+    def send(self, op: str, **args) -> None:
+        """Send a request without waiting (`receive` gets its reply): two workers can work at once."""
         try:
             self.conn.send((op, args))
         except (BrokenPipeError, ConnectionResetError, EOFError):
             raise self._death() from None
+        self.awaiting = op
+
+    def receive(self, op: str, timeout: float):
+        """The reply to the request `op` sent last."""
+        self.awaiting = None
         deadline = time.monotonic() + timeout
         while not self.conn.poll(0.05):
             if self.proc.poll() is not None and not self.conn.poll(0.2):
@@ -147,14 +166,16 @@ class Sandbox:
     def close(self, timeout: float = 10) -> Optional[dict]:
         """Ask the worker to exit (returning its peak memory), then make sure it is gone."""
         info = None
-        if self.proc.poll() is None:
+        if self.conn is not None and not self.awaiting and self.proc.poll() is None:  # greeted and idle
             try:
                 reply = self.request("exit", timeout)
                 info = reply[1] if reply[0] == "ok" else None
             except WorkerFailure:
                 pass
         self.stop()
-        self.conn.close()
+        self.listener.close()
+        if self.conn is not None:
+            self.conn.close()
         self.tmp.cleanup()
         return info
 

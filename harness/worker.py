@@ -310,7 +310,8 @@ def main() -> None:
     torch.backends.cuda.matmul.allow_tf32 = False  # the judge's settings: full float32 unless code opts in
     torch.backends.cudnn.allow_tf32 = False
     conn = channel.connect(os.environ["HARNESS_SOCKET"], bytes.fromhex(os.environ.pop("HARNESS_AUTHKEY")))
-    device, cold = conn.recv()
+    device, cold, env = conn.recv()
+    os.environ.update({str(k): str(v) for k, v in env.items()})  # where to build: read by torch at build time
     serve(conn, Worker(device, cold))
     conn.close()
     os._exit(0)  # skip atexit handlers a candidate may have registered

@@ -14,7 +14,8 @@ def test_build_stage_builds_ahead_and_fails_early(tmp_path):
     out = tmp_path / "run"
     args = [sys.executable, "run.py", "--problem", str(FIXTURES / "problems" / "fx_relu.py"), "--device", "cpu",
             "--config", str(config), "--out", str(out),
-            "--solution", str(FIXTURES / "builds" / "broken_cpp.py"), "--solution", str(FIXTURES / "builds" / "relu_cpp.py")]
+            *(arg for name in ("broken_cpp", "broken_in_init_cpp", "relu_cpp")
+              for arg in ("--solution", str(FIXTURES / "builds" / f"{name}.py")))]
     proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-2000:]
     results = {r["solution"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
@@ -22,12 +23,16 @@ def test_build_stage_builds_ahead_and_fails_early(tmp_path):
     assert broken["status"] == "compile_error" and "build stage" in broken["error"]
     assert "no_such_method" in broken["error"]
     assert not (out / "logs" / "fx_relu__broken_cpp.judge.log").exists()  # no judge, so no device, was used
+    in_init = results["broken_in_init_cpp"]
+    assert in_init["status"] == "compile_error" and in_init["error"].startswith("build stage: extension build in ModelNew")
+    assert "no_such_method_in_init" in in_init["error"]
+    assert not (out / "logs" / "fx_relu__broken_in_init_cpp.judge.log").exists()
     built = results["relu_cpp"]
     assert built["status"] == "correct"
     phases = built["phases_s"]
     # The stage built it (a C++ build takes seconds, counted in compile_s); the evaluation found it built.
     assert phases["build_stage"] >= built["compile_s"] > 2
-    assert phases["candidate_worker"] < built["compile_s"]
+    assert phases["workers"] < built["compile_s"]
 
 
 def test_pool_and_switch():
