@@ -26,8 +26,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEMS = ["sigmoid", "hardsigmoid", "gemm_sigmoid_scaling_residualadd", "matmul_sigmoid_sum"]
-PHASES = ["build_stage", "judge_start", "reference", "workers", "correctness", "correctness.candidate",
-          "correctness.truth", "timing_setup", "timing", "timing.refresh", "timing.checks", "finish"]
+PHASES = ["build_stage", "judge_start", "reference", "workers",
+          "correctness", "correctness.reference", "correctness.truth", "correctness.candidate", "correctness.checks",
+          "correctness.release", "timing_setup", "timing_setup.prepare", "timing_setup.trace", "timing", "timing.refresh", "timing.checks", "finish"]
 SCALE_CANDIDATE = ROOT / "solutions" / "sigmoid" / "seed001_fast_math.py"
 
 
@@ -125,6 +126,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--parts", default="cold,warm,scale")
+    parser.add_argument("--problems", default=",".join(PROBLEMS), help="problems of the cold and warm parts")
     parser.add_argument("--copies", type=int, default=8, help="sigmoid candidates in the scale part")
     args = parser.parse_args()
     out = args.out.resolve()
@@ -136,7 +138,7 @@ def main() -> None:
     config = out / "bench.yaml"
     config.write_text(f"build_cache_dir: {cache}\n")
     common = ["--config", str(config), "--device", "cuda:0"]
-    every_problem = [arg for name in PROBLEMS for arg in ("--problem", name)]
+    every_problem = [arg for name in args.problems.split(",") for arg in ("--problem", name)]
     parts = []
     wanted = args.parts.split(",")
     if "cold" in wanted:

@@ -159,28 +159,31 @@ class PairJudge(PairTiming):
         for trial in range(trials):
             wide = trial >= self.cfg["trials"]
             label = f"trial {trial + 1}/{trials}" + (" (wide inputs)" if wide else "")
-            inputs = self.make_inputs(trial, wide)
-            ref_out = self.reference(inputs, count_flops=trial == 0)
+            with self.phase("correctness.reference"):
+                inputs = self.make_inputs(trial, wide)
+                ref_out = self.reference(inputs, count_flops=trial == 0)
             if trial == 0:
                 self.bytes_moved = inputs_mod.nbytes(inputs) + param_bytes(self.model) + inputs_mod.nbytes(ref_out)
                 self.ref_out_example = [torch.empty(0, dtype=t.dtype) for t in check.items(ref_out)]
             truth = self.truth(inputs, ref_out)
-            shared = inputs_mod.clone_tensors(inputs)
             try:
                 with self.phase("correctness.candidate"):
+                    shared = inputs_mod.clone_tensors(inputs)
                     reply = self.run_candidate(shared, ref_out)
             except Verdict as verdict:
                 verdict.error = f"{label}: {verdict.error}"
                 raise
-            if check.mutated_inputs(inputs, shared):
-                raise Verdict(Status.INCORRECT, f"{label}: the candidate changed its inputs", "input_mutated")
-            self.compare(ref_out, reply["items"], label)
-            if truth is not None:
-                ref_err, new_err = self.truth_errors(truth, ref_out, reply["items"], ref_err, new_err)
-            if trial == 0:
-                self.first_trial_guards(shared, inputs, reply, ref_out)
+            with self.phase("correctness.checks"):
+                if check.mutated_inputs(inputs, shared):
+                    raise Verdict(Status.INCORRECT, f"{label}: the candidate changed its inputs", "input_mutated")
+                self.compare(ref_out, reply["items"], label)
+                if truth is not None:
+                    ref_err, new_err = self.truth_errors(truth, ref_out, reply["items"], ref_err, new_err)
+                if trial == 0:
+                    self.first_trial_guards(shared, inputs, reply, ref_out)
             del inputs, shared, reply, ref_out, truth
-            release_cached_memory(self.device)
+            with self.phase("correctness.release"):
+                release_cached_memory(self.device)
         self.result.trials = trials
         self.flag_precision(ref_err, new_err)
 
@@ -235,10 +238,14 @@ class PairJudge(PairTiming):
     @contextlib.contextmanager
     def phase(self, name: str):
         """Record the wall seconds of one phase of the pair in `phases_s` (for throughput work)."""
+        if self.device.type == "cuda":  # GPU work is asynchronous: charge it to the phase that queued it
+            torch.cuda.synchronize(self.device)
         started = timing.now_ns()
         try:
             yield
         finally:
+            if self.device.type == "cuda":
+                torch.cuda.synchronize(self.device)
             phases = self.result.phases_s = self.result.phases_s or {}
             phases[name] = round(phases.get(name, 0.0) + (timing.now_ns() - started) / 1e9, 3)
 

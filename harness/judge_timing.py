@@ -47,14 +47,16 @@ class PairTiming:
         cfg = self.cfg
         private = self.make_inputs(cfg["trials"] + cfg["wide_trials"], wide=False)
         release_cached_memory(self.device)
-        with reference_failures_are_crashes():
-            ref_method, ref_batch = self.prepare_side(self.ref_sandbox, private)
-        self.result.ref_timer, self.result.ref_batch = ref_method, ref_batch
-        self.result.new_timer, self.result.new_batch = self.prepare_side(self.sandbox, private)
-        self.same_method_both_sides()
+        with self.phase("timing_setup.prepare"):
+            with reference_failures_are_crashes():
+                ref_method, ref_batch = self.prepare_side(self.ref_sandbox, private)
+            self.result.ref_timer, self.result.ref_batch = ref_method, ref_batch
+            self.result.new_timer, self.result.new_batch = self.prepare_side(self.sandbox, private)
+            self.same_method_both_sides()
         del private  # each worker has its own copy; rounds bring fresh contents
-        if self.uses_only_reference_ops():
-            self.result.flags.append("no_custom_kernel")
+        with self.phase("timing_setup.trace"):
+            if self.uses_only_reference_ops():
+                self.result.flags.append("no_custom_kernel")
 
     def time_rounds(self) -> None:
         """The alternating rounds, then statistics, the tampering cross-check and the compiled baseline."""

@@ -89,3 +89,29 @@ def test_as_float64_upcasts_float_tensors_only():
     out = check.as_float64([torch.rand(2), torch.arange(3), 4])
     assert out[0].dtype == torch.float64 and out[1].dtype == torch.int64 and out[2] == 4
 
+
+
+def test_compare_agrees_with_the_rule_element_by_element():
+    """Against a plain statement of the rule, on values mixed with NaN, infinities and near-misses, in small chunks."""
+    import math
+    import random
+
+    rng = random.Random(0)
+    specials = [float("nan"), float("inf"), -float("inf"), 0.0, 1.0, -1.0, 1e-5, 3.4e38]
+    atol = rtol = 1e-4
+
+    def element_ok(r, n):
+        if math.isnan(r) or math.isnan(n):
+            return math.isnan(r) and math.isnan(n)
+        if math.isinf(r) or math.isinf(n):
+            return r == n
+        return abs(n - r) <= atol + rtol * abs(r)
+
+    for _ in range(200):
+        ref = [rng.choice(specials) if rng.random() < 0.3 else rng.uniform(-10, 10) for _ in range(7)]
+        new = [x if rng.random() < 0.5 else rng.choice([x + rng.uniform(-2e-4, 2e-4), rng.choice(specials)]) for x in ref]
+        r32, n32 = torch.tensor(ref, dtype=torch.float32), torch.tensor(new, dtype=torch.float32)
+        expected = all(element_ok(a, b) for a, b in zip(r32.tolist(), n32.tolist()))
+        got = check.compare(r32, n32, atol, rtol, chunk=3)
+        assert got.ok == expected, (r32.tolist(), n32.tolist())
+        assert got.ok or got.reason
