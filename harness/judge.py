@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import torch
+from torch.utils.flop_counter import FlopCounterMode  # imported ahead of the pair: it takes a while
 
 from harness import check, inputs as inputs_mod, timing
 from harness.config import tolerance_for
@@ -70,8 +71,6 @@ class PairJudge(PairTiming):
             with torch.no_grad():
                 if not count_flops:
                     return self.model(*inputs)
-                from torch.utils.flop_counter import FlopCounterMode
-
                 with FlopCounterMode(display=False) as counter:
                     out = self.model(*inputs)
                 self.flops = counter.get_total_flops()
@@ -317,12 +316,16 @@ def main() -> None:
     adopt_orphans()
     # The runner starts judges ahead of their pairs: the first line gives the run's config, and both
     # workers start (importing torch) while this process waits for its pair on the second line.
-    config = json.loads(sys.stdin.readline())["config"]
+    start = json.loads(sys.stdin.readline())
+    config, warm_device = start["config"], start.get("warm_device")
     # torch's shared-memory manager (CPU tensors cross to workers through it) is our child too:
     # started before any worker exists, it is known as ours and spared when orphans are killed.
     torch.empty(1).share_memory_()
     helpers = frozenset(my_children())
-    workers = tuple(Sandbox({}, config["output_limit_bytes"], config["kill_grace_s"]) for _ in range(2))
+    warm = {"HARNESS_WARM_DEVICE": warm_device} if warm_device else {}
+    workers = tuple(Sandbox(warm, config["output_limit_bytes"], config["kill_grace_s"]) for _ in range(2))
+    if warm_device:  # a run on one GPU: start CUDA here too while the pair before ours runs
+        torch.ones(1, device=warm_device)
     line = sys.stdin.readline()
     if not line.strip():  # the run ended before it needed this judge
         for worker in workers:

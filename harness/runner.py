@@ -200,7 +200,9 @@ class JudgeStarter:
         with open(log_path, "w") as log:
             proc = subprocess.Popen([sys.executable, "-m", "harness.judge"], cwd=ROOT, env=JUDGE_ENV,
                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
-        proc.stdin.write(json.dumps({"config": self.ctx.config}) + "\n")
+        # On a run with one GPU, the judge and its workers start CUDA on it before their pair arrives.
+        warm_device = self.ctx.device if self.ahead and not self.ctx.devices[1:] else None
+        proc.stdin.write(json.dumps({"config": self.ctx.config, "warm_device": warm_device}) + "\n")
         proc.stdin.flush()
         return proc, log_path
 
@@ -289,7 +291,7 @@ def run_pairs(pairs: list, ctx: RunContext, resume: bool,
     build_stage = builds.enabled(ctx.config, ctx.device) and ctx.executor == "local"  # Ray runs its own
     build_pool = ThreadPoolExecutor(builds.pool_size(ctx.config)) if build_stage else None
     gpu_run = ctx.device.startswith("cuda") and ctx.executor == "local"
-    starter = JudgeStarter(ctx, ahead=free.qsize() if gpu_run else 0)
+    starter = JudgeStarter(ctx, ahead=2 * free.qsize() if gpu_run else 0)  # two per GPU: pairs can be short
     prebuilt = {i: build_pool.submit(prebuild_pair, pair, source, ctx)
                 for i, (pair, (source, early)) in enumerate(zip(pairs, candidates))
                 if build_pool and keys[i] not in done and early is None and builds.builds_extension(source)
