@@ -324,6 +324,8 @@ def main() -> None:
     helpers = frozenset(my_children())
     warm = {"HARNESS_WARM_DEVICE": warm_device} if warm_device else {}
     workers = tuple(Sandbox(warm, config["output_limit_bytes"], config["kill_grace_s"]) for _ in range(2))
+    with FlopCounterMode(display=False):  # its first use takes seconds (imports): done before the pair arrives
+        torch.ones(2).sigmoid()
     if warm_device:  # a run on one GPU: start CUDA here too while the pair before ours runs
         torch.ones(1, device=warm_device)
     line = sys.stdin.readline()
