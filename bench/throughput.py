@@ -83,24 +83,32 @@ def run_part(name: str, args: list, out: Path, gpus: list[int]) -> dict:
              "compile_s": r.get("compile_s"), "wall_s": r["wall_s"], "to_result_s": t,
              "rounds": r.get("timing_rounds"), "phases_s": r.get("phases_s") or {}}
             for r, t in zip(records, sampler.line_times + [None] * len(records))]
+    # Steady state: pairs ended after the first wave (one pair per GPU), over the time they took.
+    ends = sorted(t for t in sampler.line_times if t is not None)
+    waves = len(gpus)
+    steady = round(3600 * (len(ends) - waves) / (ends[-1] - ends[waves - 1]), 1) if len(ends) > waves + 1 else None
     return {"part": name, "exit": proc.returncode, "gpus": gpus, "pairs": len(records), "judged": len(judged),
             "run_wall_s": round(wall, 1), "pairs_per_hour": round(3600 * len(judged) / wall, 1),
+            "steady_pairs_per_hour": steady,
             "gpu_busy": sampler.busy(gpus), "rows": rows}
 
 
 def write_report(out: Path, parts: list[dict], device: str) -> None:
     """throughput.md: one table of runs, one of pairs per run."""
     lines = [f"# Throughput on {device}", "",
-             "| part | GPUs | pairs (judged) | run wall s | judged pairs / hour | GPU busy |",
-             "|---|---|---:|---:|---:|---:|"]
+             "| part | GPUs | pairs (judged) | run wall s | judged pairs / hour | steady pairs / hour | GPU busy |",
+             "|---|---|---:|---:|---:|---:|---:|"]
     for p in parts:
         busy = "-" if p["gpu_busy"] is None else f"{100 * p['gpu_busy']:.0f}%"
         lines.append(f"| {p['part']} | {','.join(map(str, p['gpus']))} | {p['pairs']} ({p['judged']}) | "
-                     f"{p['run_wall_s']} | {p['pairs_per_hour']} | {busy} |")
+                     f"{p['run_wall_s']} | {p['pairs_per_hour']} | {p['steady_pairs_per_hour'] or '-'} | {busy} |")
     scale = {p["part"]: p for p in parts}
     if "scale-1gpu" in scale and "scale-2gpu" in scale:
-        ratio = scale["scale-2gpu"]["pairs_per_hour"] / scale["scale-1gpu"]["pairs_per_hour"]
-        lines += ["", f"Two GPUs / one GPU, judged pairs per hour: **{ratio:.2f}x**"]
+        one, two = scale["scale-1gpu"], scale["scale-2gpu"]
+        lines += ["", f"Two GPUs / one GPU: **{two['pairs_per_hour'] / one['pairs_per_hour']:.2f}x** judged pairs per "
+                  f"hour over the whole run (start-up included), "
+                  f"**{(two['steady_pairs_per_hour'] or 0) / (one['steady_pairs_per_hour'] or 1):.2f}x** in the steady "
+                  "state (pairs ended after the first one per GPU, over the time between)."]
     seen = {k for p in parts for r in p["rows"] for k in r["phases_s"]}
     phase_names = [k for k in PHASES if k in seen] + sorted(seen - set(PHASES))
     for p in parts:

@@ -326,8 +326,11 @@ def main() -> None:
     workers = tuple(Sandbox(warm, config["output_limit_bytes"], config["kill_grace_s"]) for _ in range(2))
     with FlopCounterMode(display=False):  # its first use takes seconds (imports): done before the pair arrives
         torch.ones(2).sigmoid()
-    if warm_device:  # a run on one GPU: start CUDA here too while the pair before ours runs
-        torch.ones(1, device=warm_device)
+    if warm_device:  # start CUDA on our GPU too while the pair before ours runs there
+        try:
+            torch.ones(1, device=warm_device)
+        except Exception:  # only time is at stake: the pair will start it
+            pass
     line = sys.stdin.readline()
     if not line.strip():  # the run ended before it needed this judge
         for worker in workers:

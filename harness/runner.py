@@ -166,8 +166,8 @@ def evaluate_pair(pair: discover.Pair, source: Optional[str], early: Optional[Re
                   starter: Optional[JudgeStarter] = None) -> Result:
     """Judge one pair in its own process (unless `early` or its build stage already ended it); one Result."""
     started = time.monotonic()
-    if early is None and prebuilt is not None:
-        early = prebuilt.result
+    if early is None and prebuilt is not None and prebuilt.result is not None:  # its build failed
+        early = failure(pair.problem, pair.solution, Status(prebuilt.result.status), prebuilt.result.error)
     if early is None:
         early = skip_for_device(pair, source, ctx.device)
     result = early or run_judge(pair, source, ctx, starter)
@@ -180,17 +180,17 @@ def evaluate_pair(pair: discover.Pair, source: Optional[str], early: Optional[Re
 
 
 class JudgeStarter:
-    """Starts judge processes, ahead of their pairs on GPU runs: each imports torch and starts its two
-    workers while the pair before it runs, so that a pair does not wait for interpreters to start.
-    (Not on the CPU, where a process starting up would disturb the timings of the pair that runs.)"""
+    """Starts judge processes, ahead of their pairs on GPU runs: each imports torch, starts its two
+    workers, and starts CUDA and the profiler on its GPU while the pair before it runs there, so that
+    a pair does not wait for any of that. `ahead` judges wait per GPU. (Not on the CPU, where a process
+    starting up would disturb the timings of the pair that runs.)"""
 
-    def __init__(self, ctx: RunContext, ahead: int):
+    def __init__(self, ctx: RunContext, devices: tuple, ahead: int):
         self.ctx, self.ahead, self.count = ctx, ahead, 0
-        self.lock, self.ready = threading.Lock(), []
-        for _ in range(ahead):
-            self.ready.append(self.start())
+        self.lock = threading.Lock()
+        self.ready = {device: [self.start(device) for _ in range(ahead)] for device in devices}
 
-    def start(self) -> tuple[subprocess.Popen, Path]:
+    def start(self, device: Optional[str]) -> tuple[subprocess.Popen, Path]:
         """A judge process, given the run's config; its log is renamed after its pair once it has one."""
         log_dir = self.ctx.run_dir / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
@@ -200,26 +200,27 @@ class JudgeStarter:
         with open(log_path, "w") as log:
             proc = subprocess.Popen([sys.executable, "-m", "harness.judge"], cwd=ROOT, env=JUDGE_ENV,
                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
-        # On a run with one GPU, the judge and its workers start CUDA on it before their pair arrives.
-        warm_device = self.ctx.device if self.ahead and not self.ctx.devices[1:] else None
+        warm_device = device if self.ahead and device and device.startswith("cuda") else None
         proc.stdin.write(json.dumps({"config": self.ctx.config, "warm_device": warm_device}) + "\n")
         proc.stdin.flush()
         return proc, log_path
 
-    def take(self) -> tuple[subprocess.Popen, Path]:
-        """A started judge (and another one started in its place)."""
+    def take(self, device: str) -> tuple[subprocess.Popen, Path]:
+        """A started judge for this device (and another one started in its place)."""
         with self.lock:
-            taken = self.ready.pop(0) if self.ready else None
+            waiting = self.ready.get(device, [])
+            taken = waiting.pop(0) if waiting else None
         if self.ahead:
-            replacement = self.start()
+            replacement = self.start(device)
             with self.lock:
-                self.ready.append(replacement)
-        return taken or self.start()
+                self.ready.setdefault(device, []).append(replacement)
+        return taken or self.start(device)
 
     def close(self) -> None:
         """Let the judges no pair needed go: an empty line tells one to stop its workers and exit."""
         with self.lock:
-            left, self.ready = self.ready, []
+            left = [judge for waiting in self.ready.values() for judge in waiting]
+            self.ready = {}
         for proc, log_path in left:
             try:
                 proc.communicate("\n", timeout=30)
@@ -239,7 +240,7 @@ def run_judge(pair: discover.Pair, source: str, ctx: RunContext, starter: Option
            "log_path": str(log_dir / f"{stem}.worker.log"),
            "build_dir": str(build_dir(ctx, source)),
            "peaks_dir": str(under_root(ctx.config["peaks_cache_dir"]))}
-    proc, log_path = (starter or JudgeStarter(ctx, ahead=0)).take()
+    proc, log_path = (starter or JudgeStarter(ctx, (), ahead=0)).take(ctx.device)
     # The job (with the run's secret) goes through a pipe and the Result comes back through one:
     # neither is ever a file a candidate could read or forge.
     try:
@@ -291,11 +292,16 @@ def run_pairs(pairs: list, ctx: RunContext, resume: bool,
     build_stage = builds.enabled(ctx.config, ctx.device) and ctx.executor == "local"  # Ray runs its own
     build_pool = ThreadPoolExecutor(builds.pool_size(ctx.config)) if build_stage else None
     gpu_run = ctx.device.startswith("cuda") and ctx.executor == "local"
-    starter = JudgeStarter(ctx, ahead=2 * free.qsize() if gpu_run else 0)  # two per GPU: pairs can be short
-    prebuilt = {i: build_pool.submit(prebuild_pair, pair, source, ctx)
-                for i, (pair, (source, early)) in enumerate(zip(pairs, candidates))
-                if build_pool and keys[i] not in done and early is None and builds.builds_extension(source)
-                and skip_for_device(pair, source, ctx.device) is None}
+    starter = JudgeStarter(ctx, ctx.devices or (ctx.device,), ahead=2 if gpu_run else 0)  # pairs can be short
+    prebuilt, by_folder = {}, {}  # one build per source: pairs with the same source share it
+    for i, (pair, (source, early)) in enumerate(zip(pairs, candidates)):
+        if build_pool and keys[i] not in done and early is None and builds.builds_extension(source) \
+                and skip_for_device(pair, source, ctx.device) is None:
+            folder = build_dir(ctx, source)
+            first = folder not in by_folder
+            if first:
+                by_folder[folder] = build_pool.submit(prebuild_pair, pair, source, ctx)
+            prebuilt[i] = (by_folder[folder], first)
 
     def judge(index: int, pair: discover.Pair) -> None:
         (source, early), key = candidates[index], keys[index]
@@ -304,7 +310,12 @@ def run_pairs(pairs: list, ctx: RunContext, resume: bool,
         if key in done:
             result = done[key]
         else:
-            built = prebuilt[index].result() if index in prebuilt else None
+            built = None
+            if index in prebuilt:
+                future, first = prebuilt[index]
+                built = future.result()
+                if built is not None and not first:  # the build is another pair's: only its verdict is shared
+                    built = dataclasses.replace(built, build_s=0.0, wall_s=0.0)
             device = free.get()
             try:
                 result = evaluate_pair(pair, source, early, key, dataclasses.replace(ctx, device=device), built, starter)

@@ -12,10 +12,15 @@ from harness.records import Result
 TWO_GPUS = {"cuda_available": True, "torch": "x", "gpus": ["H100", "H100"]}
 
 
+class NoJudges:
+    def close(self):
+        pass
+
+
 def test_pairs_spread_over_devices_one_at_a_time(tmp_path, monkeypatch):
     busy, log, lock = set(), [], threading.Lock()
 
-    def fake_evaluate(pair, source, early, key, ctx):
+    def fake_evaluate(pair, source, early, key, ctx, *stages):
         with lock:
             assert ctx.device not in busy, "two evaluations at once on one device"
             busy.add(ctx.device)
@@ -26,6 +31,7 @@ def test_pairs_spread_over_devices_one_at_a_time(tmp_path, monkeypatch):
         return Result(problem=pair.problem, solution=pair.solution, status="correct", key=key, device=ctx.device)
 
     monkeypatch.setattr(runner, "evaluate_pair", fake_evaluate)
+    monkeypatch.setattr(runner, "JudgeStarter", lambda *args, **kwargs: NoJudges())  # no GPU here to start them on
     solutions = sorted((FIXTURES / "solutions" / "fx_relu").iterdir())
     pairs = discover.find_pairs([str(FIXTURES / "problems" / "fx_relu.py")], [str(s) for s in solutions])
     pairs = pairs + [discover.Pair(p.problem, p.problem_path, p.solution + "_again", p.solution_path) for p in pairs]
