@@ -1,8 +1,9 @@
-"""Command line: python run.py --problem sigmoid [...]; python run.py list; python run.py report DIR."""
+"""Command line: python run.py --problem sigmoid [...]; run.py list | report DIR | compare OLD NEW | lint."""
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from datetime import datetime
@@ -11,7 +12,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from harness import discover, report, runner, store
+from harness import boards, discover, gate, report, runner, store
 from harness.config import ConfigError, build_config
 from harness.records import Result
 
@@ -22,7 +23,9 @@ EXAMPLES = """examples:
   python run.py --problem sigmoid --solution answer.md  an LLM response: its last ModelNew code block
   python run.py --problem sigmoid --gate --min-speedup 1.0   exit 1 unless every candidate passes
   python run.py list                                    problems, their constants and candidates
-  python run.py report results/RUN                      rebuild the tables of a run from results.jsonl
+  python run.py --problem sigmoid --gate --baseline results/leaderboards/h100/leaderboard.csv --junit junit.xml
+  python run.py report results/RUN                      rebuild the tables and plots of a run from results.jsonl
+  python run.py compare results/OLD results/NEW         per-pair changes in status and speedup
 
 exit status: 0 the evaluation ran (whatever the verdicts); 1 --gate failed; 2 usage or config error.
 statuses: correct, incorrect, compile_error, runtime_error, timeout, crash, skipped (with the reason)."""
@@ -50,13 +53,22 @@ def run_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", metavar="DIR", help="run directory (default: results/<run-name>/)")
     parser.add_argument("--resume", action="store_true", help="skip pairs whose key is already in DIR/results.jsonl")
     parser.add_argument("--gate", action="store_true", help="exit 1 when any candidate is not correct or too slow")
-    parser.add_argument("--min-speedup", type=float, default=None, metavar="X", help="with --gate: minimum speedup")
+    add_gate_arguments(parser)
     return parser
 
 
 def fail(message: str) -> int:
     Console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False)
     return 2
+
+
+def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
+    """--min-speedup, --baseline and --junit (the CI options shared by a run and by report)."""
+    parser.add_argument("--min-speedup", type=float, default=None, metavar="X", help="with --gate: minimum speedup")
+    parser.add_argument("--baseline", metavar="FILE.csv",
+                        help="with --gate: a leaderboard.csv; a candidate slower than its speedup there, beyond both "
+                             "confidence intervals, fails")
+    parser.add_argument("--junit", metavar="FILE", help="write JUnit XML: one testcase per pair, failures = the gate's")
 
 
 def main(argv=None) -> int:
@@ -68,6 +80,8 @@ def main(argv=None) -> int:
         return report_command(argv[1:])
     if argv[:1] == ["lint"]:
         return lint_command(argv[1:])
+    if argv[:1] == ["compare"]:
+        return compare_command(argv[1:])
     args = run_parser().parse_args(argv)
     try:
         return evaluate(args, argv)
@@ -78,8 +92,7 @@ def main(argv=None) -> int:
 def evaluate(args, argv: list) -> int:
     """Resolve pairs and config, run every pair, print the table."""
     config = build_config(args.config, {"device": args.device, "timeout": args.timeout})
-    if args.min_speedup is not None and not args.gate:
-        raise discover.DiscoveryError("--min-speedup needs --gate")
+    check_gate_arguments(args)
     overrides = discover.parse_set(args.set)
     pairs = discover.find_pairs(args.problem, args.solution)
     for path in sorted({p.problem_path for p in pairs}):
@@ -104,7 +117,7 @@ def evaluate(args, argv: list) -> int:
                       (f"; [yellow]{torn} torn or unreadable line(s) ignored (those pairs run again)[/]" if torn else ""))
     results = run_with_progress(pairs, ctx, args.resume, console)
     report.print_summary(results, run_dir, console)
-    return gate_status(results, args) if args.gate else 0
+    return publish(run_dir, load_results(run_dir), results, args)
 
 
 def run_with_progress(pairs: list, ctx, resume: bool, console: Console) -> list[Result]:
@@ -131,13 +144,43 @@ def load_results(run_dir: Path) -> list[Result]:
     return list(latest.values())
 
 
-def gate_status(results: list[Result], args) -> int:
-    """1 when any candidate is not correct or is under --min-speedup."""
-    failing = [r for r in results if r.status != "correct"
-               or (args.min_speedup is not None and (r.speedup or 0) < args.min_speedup)]
-    for r in failing:
-        Console(stderr=True).print(f"gate: {r.problem}/{r.solution}: {r.status} speedup={r.speedup}", highlight=False)
-    return 1 if failing else 0
+def check_gate_arguments(args) -> None:
+    """The gate's options only mean something with --gate (a usage error otherwise); the baseline must exist."""
+    for name in ("min_speedup", "baseline"):
+        if getattr(args, name) is not None and not args.gate:
+            raise discover.DiscoveryError(f"--{name.replace('_', '-')} needs --gate")
+    if args.baseline and not Path(args.baseline).is_file():
+        raise discover.DiscoveryError(f"--baseline {args.baseline}: no such file")
+
+
+def publish(run_dir: Path, recorded: list[Result], results: list[Result], args) -> int:
+    """Leaderboard, aggregates, summary and plots of every pair recorded in the run directory; JUnit and the
+    GitHub step summary on request; the gate's exit status for `results` (the pairs this command named)."""
+    boards.write_boards(run_dir, recorded, read_meta(run_dir))
+    baseline = gate.read_baseline(Path(args.baseline)) if args.baseline else None
+    failures = gate.gate_failures(results, args.min_speedup, baseline) if args.gate else \
+        gate.gate_failures(results)  # JUnit without --gate: the pairs that are not correct fail
+    if args.junit:
+        store.write_atomic(Path(args.junit), gate.junit_xml(results, failures))
+    if os.environ.get("GITHUB_STEP_SUMMARY"):  # GitHub Actions shows this file on the run's page
+        with open(os.environ["GITHUB_STEP_SUMMARY"], "a") as out:
+            out.write((Path(run_dir) / "summary.md").read_text() + "\n")
+    if not args.gate:
+        return 0
+    console = Console(stderr=True)
+    for (problem, candidate), reason in sorted(failures.items()):
+        console.print(f"gate: {problem}/{candidate}: {reason}", highlight=False, soft_wrap=True)
+    console.print(f"gate: {'FAILED' if failures else 'passed'} ({len(failures)} of {len(results)} pair(s) failing)",
+                  highlight=False)
+    return 1 if failures else 0
+
+
+def read_meta(run_dir: Path) -> dict:
+    """A run's meta.json, or {} (report works from results.jsonl alone)."""
+    try:
+        return json.loads((Path(run_dir) / "meta.json").read_text())
+    except (OSError, ValueError):
+        return {}
 
 
 def default_run_name(problems: list) -> str:
@@ -189,18 +232,41 @@ def lint_command(argv: list) -> int:
 
 
 def report_command(argv: list) -> int:
-    """Rebuild a run's tables from its results.jsonl alone."""
-    parser = argparse.ArgumentParser(prog="run.py report", description="Rebuild tables from DIR/results.jsonl.")
-    parser.add_argument("dir")
+    """Rebuild a run's tables and plots from its results.jsonl alone (and gate them, for CI)."""
+    parser = argparse.ArgumentParser(prog="run.py report", description=report_command.__doc__)
+    parser.add_argument("dir", help="a run directory (holding results.jsonl)")
+    parser.add_argument("--gate", action="store_true", help="exit 1 when any candidate is not correct or too slow")
+    add_gate_arguments(parser)
     args = parser.parse_args(argv)
     path = Path(args.dir) / "results.jsonl"
     if not path.is_file():
         return fail(f"no results.jsonl in '{args.dir}'")
-    records, torn = store.read_jsonl(path)
+    try:
+        check_gate_arguments(args)
+    except discover.DiscoveryError as exc:
+        return fail(str(exc))
+    _, torn = store.read_jsonl(path)
     results = load_results(Path(args.dir))
     report.write_tables(Path(args.dir), results)
     console = report.wide_console()
     if torn:
         console.print(f"[yellow]ignored {torn} torn or unreadable line(s) in {path}[/]")
     report.print_summary(results, Path(args.dir), console)
+    return publish(Path(args.dir), results, results, args)
+
+
+def compare_command(argv: list) -> int:
+    """Per-pair changes between two runs; a speedup change is only called real when the CIs do not overlap."""
+    parser = argparse.ArgumentParser(prog="run.py compare", description=compare_command.__doc__)
+    parser.add_argument("old", help="a run directory or its results.jsonl")
+    parser.add_argument("new", help="a run directory or its results.jsonl")
+    args = parser.parse_args(argv)
+    runs = []
+    for given in (args.old, args.new):
+        folder = Path(given).parent if Path(given).is_file() else Path(given)
+        if not (folder / "results.jsonl").is_file():
+            return fail(f"no results.jsonl in '{given}'")
+        runs.append(load_results(folder))
+    console = report.wide_console()
+    console.print(report.compare_table(gate.compare_runs(*runs)))
     return 0

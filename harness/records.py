@@ -101,7 +101,12 @@ class Result:
     ref_wall_ms: list = field(default_factory=list)
     new_wall_ms: list = field(default_factory=list)
     peak_mem_mb: Optional[dict] = None
-    phases_s: Optional[dict] = None  # wall seconds of each judge phase, where the pair's time went
+    phases_s: Optional[dict] = None
+    # Provenance per record, so that tables rebuild from results.jsonl alone.
+    torch_version: Optional[str] = None
+    cuda_version: Optional[str] = None
+    harness: Optional[str] = None  # git commit, or sha:<hash of harness/*.py> without a git checkout
+    finished_at: Optional[str] = None  # UTC, ISO 8601  # wall seconds of each judge phase, where the pair's time went
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:

@@ -60,6 +60,20 @@ def console_table(results: list[Result], title: str) -> Table:
     return table
 
 
+def compare_table(changes: list) -> Table:
+    """The table of `run.py compare`."""
+    table = Table(title="Changes (a speedup change is real only when the 95% CIs do not overlap)", title_justify="left")
+    for name in ("problem", "candidate", "status", "speedup", "change"):
+        table.add_column(name, no_wrap=True)
+    style = {"faster": "green", "slower": "red", "status changed": "yellow"}
+    for c in changes:
+        status = c.new_status if c.old_status == c.new_status else f"{c.old_status or '-'} -> {c.new_status or '-'}"
+        speed = f"{fmt(c.old_speedup, '.3f')} -> {fmt(c.new_speedup, '.3f')}"
+        color = style.get(c.verdict)
+        table.add_row(c.problem, c.candidate, status, speed, f"[{color}]{c.verdict}[/]" if color else c.verdict)
+    return table
+
+
 def speedups_rows(results: list[Result]) -> list[Result]:
     """Results in the order of the CSV."""
     order = {(row.problem, row.solution): i for i, row in speedups_frame(results).iterrows()}
@@ -77,4 +91,5 @@ def print_summary(results: list[Result], run_dir: Path, console: Console) -> Non
     console.print(console_table(results, f"Results ({len(results)} pairs)"))
     counts = pd.Series([r.status for r in results]).value_counts()
     console.print("  ".join(f"{status}: {n}" for status, n in counts.items()))
-    console.print(f"Results in {run_dir}/ (results.jsonl, speedups.csv, meta.json, logs/)")
+    console.print(f"Results in {run_dir}/ (results.jsonl, leaderboard.csv, aggregates.csv, summary.md, "
+                  "speedups.png, roofline.png, meta.json, logs/)")

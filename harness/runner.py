@@ -63,6 +63,7 @@ class RunContext:
     arch: Optional[str] = None  # the GPU's compute capability, for builds made ahead of evaluation
     executor: str = "local"  # or "ray": the same stages as Ray tasks
     ray_address: Optional[str] = None  # an existing Ray cluster; None starts a local one
+    provenance: dict = dataclasses.field(default_factory=dict)  # torch, CUDA and harness versions, for every Result
 
 
 def probe_environment() -> dict:
@@ -108,6 +109,19 @@ def git_commit() -> Optional[str]:
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() if out.returncode == 0 else None
+
+
+def harness_version() -> str:
+    """The git commit when harness/ is as committed there, else sha:<hash of harness/*.py> (a copy, or edits)."""
+    commit = git_commit()
+    if commit:
+        try:
+            clean = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", "harness"], cwd=ROOT, timeout=10).returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            clean = False
+        if clean:
+            return commit
+    return f"sha:{harness_sha()}"
 
 
 def harness_sha() -> str:
@@ -176,6 +190,12 @@ def evaluate_pair(pair: discover.Pair, source: Optional[str], early: Optional[Re
     result.key, result.device = key, result.device or ctx.device
     result.problem_path, result.solution_path = relative(pair.problem_path), relative(pair.solution_path)
     result.wall_s = round(time.monotonic() - started, 3)
+    if result.gpu is None and ctx.device.startswith("cuda") and ctx.provenance.get("gpus"):  # ended before a judge
+        result.gpu = ctx.provenance["gpus"][int(ctx.device.partition(":")[2] or 0)]
+    result.torch_version = ctx.provenance.get("torch")
+    result.cuda_version = ctx.provenance.get("cuda_version")
+    result.harness = ctx.provenance.get("harness")
+    result.finished_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     return result
 
 
@@ -420,4 +440,7 @@ def new_context(config: dict, device: str, overrides: dict, run_dir: Path, env: 
     run_dir.mkdir(parents=True, exist_ok=True)
     arch = env.get("capabilities", [None] * len(env["gpus"]))[int(device.partition(":")[2] or 0)] \
         if device.startswith("cuda") else None
-    return RunContext(config, device, overrides, run_dir, secrets.randbits(63), build_root, tuple(devices), arch)
+    provenance = {"torch": env["torch"], "cuda_version": env["cuda_version"], "harness": harness_version(),
+                  "gpus": env["gpus"]}
+    return RunContext(config, device, overrides, run_dir, secrets.randbits(63), build_root, tuple(devices), arch,
+                      provenance=provenance)

@@ -3,6 +3,7 @@ import json
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
 
 from conftest import FAST_CONFIG, FIXTURES, ROOT, cuda_available
@@ -30,6 +31,8 @@ def records(run_dir):
     (["--problem", "sigmoid", "--device", "tpu"], "expected auto, cpu, cuda"),
     (["--problem", "sigmoid", "--min-speedup", "2"], "--min-speedup needs --gate"),
     (["--problem", "sigmoid", "--resume"], "--resume needs --out"),
+    (["--problem", "sigmoid", "--baseline", "board.csv"], "--baseline needs --gate"),
+    (["--problem", "sigmoid", "--gate", "--baseline", "no/such/board.csv"], "no such file"),
 ])
 def test_usage_errors_exit_2_with_a_message(args, message):
     out = run_cli(*args)
@@ -62,10 +65,22 @@ def test_gate_resume_and_report(tmp_path):
     assert run_cli(*base, *good, *bad, "--resume", "--gate").returncode == 1  # nothing rerun; gate fails
     assert len(records(run_dir)) == 2
     assert run_cli(*base, *good, "--resume", "--gate", "--min-speedup", "1000").returncode == 1
-    csv_before = (run_dir / "speedups.csv").read_text()
-    (run_dir / "speedups.csv").unlink()
+    # The run's own leaderboard as a baseline: the same numbers are no regression, a faster record is.
+    board = run_dir / "leaderboard.csv"
+    junit = tmp_path / "junit.xml"
+    assert run_cli(*base, *good, "--resume", "--gate", "--baseline", str(board), "--junit", str(junit)).returncode == 0
+    assert 'failures="0"' in junit.read_text() and 'name="correct_torch"' in junit.read_text()
+    faster = tmp_path / "faster.csv"
+    frame = pd.read_csv(board)
+    frame.loc[frame.candidate == "correct_torch", ["speedup", "speedup_ci_low", "speedup_ci_high"]] = [50.0, 49.0, 51.0]
+    frame.to_csv(faster, index=False)
+    assert run_cli(*base, *good, "--resume", "--gate", "--baseline", str(faster)).returncode == 1
+    written = {n: (run_dir / n).read_bytes() for n in ("speedups.csv", "leaderboard.csv", "aggregates.csv", "summary.md")}
+    for name in written:
+        (run_dir / name).unlink()
     report = run_cli("report", str(run_dir))
-    assert report.returncode == 0 and (run_dir / "speedups.csv").read_text() == csv_before
+    assert report.returncode == 0
+    assert {n: (run_dir / n).read_bytes() for n in written} == written  # rebuilt from results.jsonl, same bytes
     meta = json.loads((run_dir / "meta.json").read_text())
     assert meta["device"] == "cpu" and meta["config"]["trials"] == 2
 

@@ -1,0 +1,104 @@
+"""CI gating: which pairs fail a gate (status, minimum speedup, regression against a baseline board),
+JUnit XML for CI systems, and the per-pair comparison of two runs."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+from xml.etree import ElementTree
+
+import pandas as pd
+
+from harness.records import Result
+
+
+@dataclass
+class Change:
+    """How one pair moved between two runs."""
+
+    problem: str
+    candidate: str
+    old_status: Optional[str]
+    new_status: Optional[str]
+    old_speedup: Optional[float]
+    new_speedup: Optional[float]
+    verdict: str  # faster, slower, same (CIs overlap), status changed, new, gone
+
+
+def read_baseline(path: Path) -> dict:
+    """A leaderboard CSV as {(problem, candidate): row}; the columns the gate reads must be there."""
+    frame = pd.read_csv(path)
+    missing = {"problem", "candidate", "speedup", "speedup_ci_low", "speedup_ci_high"} - set(frame.columns)
+    if missing:
+        raise ValueError(f"baseline {path}: not a leaderboard.csv (no {', '.join(sorted(missing))} column)")
+    return {(row["problem"], row["candidate"]): row for row in frame.to_dict("records")}
+
+
+def gate_failures(results: list[Result], min_speedup: Optional[float] = None,
+                  baseline: Optional[dict] = None) -> dict:
+    """{(problem, candidate): reason} for every pair that fails the gate.
+
+    A pair fails when it is not correct, when its speedup is under min_speedup, or when it is slower than
+    its baseline speedup beyond both confidence intervals (its CI's high end under the baseline's low end).
+    """
+    failures = {}
+    for r in results:
+        key = (r.problem, r.solution)
+        if r.status != "correct":
+            failures[key] = f"{r.status}: {r.error or 'no reason given'}"
+        elif min_speedup is not None and (r.speedup or 0.0) < min_speedup:
+            failures[key] = f"speedup {r.speedup:.3f} is under the minimum {min_speedup:g}"
+        elif baseline and key in baseline and is_number(baseline[key]["speedup_ci_low"]) \
+                and r.speedup_ci_high < baseline[key]["speedup_ci_low"]:
+            old = baseline[key]
+            failures[key] = (f"slower than the baseline: speedup {r.speedup:.3f} [{r.speedup_ci_low:.3f}, "
+                             f"{r.speedup_ci_high:.3f}] against {old['speedup']:.3f} [{old['speedup_ci_low']:.3f}, "
+                             f"{old['speedup_ci_high']:.3f}]")
+    return failures
+
+
+def is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not math.isnan(value)
+
+
+def junit_xml(results: list[Result], failures: dict) -> str:
+    """JUnit XML: one testcase per pair (classname = problem, name = candidate), failure text = the reason."""
+    suite = ElementTree.Element("testsuite", name="kernel-harness", tests=str(len(results)),
+                                failures=str(len(failures)), errors="0",
+                                time=f"{sum(r.wall_s or 0.0 for r in results):.3f}")
+    for r in sorted(results, key=lambda r: (r.problem, r.solution)):
+        case = ElementTree.SubElement(suite, "testcase", classname=r.problem, name=r.solution,
+                                      time=f"{r.wall_s or 0.0:.3f}")
+        reason = failures.get((r.problem, r.solution))
+        if reason:
+            failure = ElementTree.SubElement(case, "failure", message=reason[:500], type=r.status)
+            failure.text = reason
+        elif r.speedup is not None:
+            ElementTree.SubElement(case, "system-out").text = (
+                f"speedup {r.speedup:.3f} [{r.speedup_ci_low:.3f}, {r.speedup_ci_high:.3f}]")
+    ElementTree.indent(suite)
+    return ElementTree.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def compare_runs(old: list[Result], new: list[Result]) -> list[Change]:
+    """Per pair, old run against new: a speedup change is only called real when the two CIs do not overlap."""
+    before = {(r.problem, r.solution): r for r in old}
+    after = {(r.problem, r.solution): r for r in new}
+    changes = []
+    for key in sorted(set(before) | set(after)):
+        a, b = before.get(key), after.get(key)
+        if a is None or b is None:
+            verdict = "new" if a is None else "gone"
+        elif a.status != b.status:
+            verdict = "status changed"
+        elif a.speedup is None or b.speedup is None:
+            verdict = "same"
+        elif b.speedup_ci_low > a.speedup_ci_high:
+            verdict = "faster"
+        elif b.speedup_ci_high < a.speedup_ci_low:
+            verdict = "slower"
+        else:
+            verdict = "same (CIs overlap)"
+        changes.append(Change(key[0], key[1], a and a.status, b and b.status, a and a.speedup, b and b.speedup, verdict))
+    return changes
