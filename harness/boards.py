@@ -18,6 +18,8 @@ LEADERBOARD_COLUMNS = [
     ("rank", "1 = fastest correct candidate of its problem; empty when not correct"),
     ("candidate", "candidate name (file stem)"),
     ("candidate_set", "the folder the candidate came from (solutions/<problem>/x.py: solutions)"),
+    ("backend", "what the candidate computes with: triton, cuda, cpp or torch (its source, and the runtime trace)"),
+    ("precision", "fp32, fp16 or bf16: the dtype of float inputs and weights (--precision)"),
     ("status", "correct, incorrect, compile_error, runtime_error, timeout, crash or skipped"),
     ("flags", "suspicious findings, ';'-separated (README: Statuses and flags)"),
     ("speedup", "median reference time / median candidate time"),
@@ -64,7 +66,8 @@ def leaderboard(results: list[Result], meta: Optional[dict] = None) -> pd.DataFr
     rows = []
     for r in results:
         rows.append({
-            "problem": r.problem, "candidate": r.solution, "candidate_set": candidate_set(r), "status": r.status,
+            "problem": r.problem, "candidate": r.solution, "candidate_set": candidate_set(r), "backend": r.backend,
+            "precision": r.precision or (meta.get("config") or {}).get("precision", "fp32"), "status": r.status,
             "flags": ";".join(sorted(set(r.flags))), "speedup": r.speedup, "speedup_ci_low": r.speedup_ci_low,
             "speedup_ci_high": r.speedup_ci_high, "tie": r.tie, "ref_ms": r.ref_ms, "new_ms": r.new_ms,
             "sol_pct": r.sol_pct, "ref_sol_pct": r.ref_sol_pct, "gbps": r.gbps, "tflops": r.tflops,

@@ -82,7 +82,7 @@ def build(job: dict) -> dict:
     from harness.sandbox import Sandbox, WorkerFailure  # torch comes with these: only in this process
 
     cfg = job["config"]
-    env = {"TORCH_EXTENSIONS_DIR": job["build_dir"]}
+    env = {"TORCH_EXTENSIONS_DIR": job["build_dir"], "TRITON_CACHE_DIR": os.path.join(job["build_dir"], "triton")}
     if job["arch"] and "TORCH_CUDA_ARCH_LIST" not in os.environ:
         env["TORCH_CUDA_ARCH_LIST"] = job["arch"]  # what the judge will ask for: the same build, reused
     sandbox = Sandbox({"CUDA_VISIBLE_DEVICES": ""}, cfg["output_limit_bytes"], cfg["kill_grace_s"])

@@ -35,10 +35,17 @@ def run_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="run.py", description="Check and time candidate kernels (ModelNew) against reference problems (Model).",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--problem", action="append", required=True, metavar="NAME_OR_PATH",
-                        help="problem name (problems/NAME.py), file or directory; repeatable")
+    parser.add_argument("--problem", action="append", default=[], metavar="NAME_OR_PATH",
+                        help="problem name (problems/NAME.py, or e.g. 21_Sigmoid anywhere under --problems-root), "
+                             "file or directory (recursive); repeatable")
+    parser.add_argument("--problems-root", metavar="DIR",
+                        help="a problem tree such as KernelBench's (level1/, level2/, ...): names resolve there, and "
+                             "--solution files named level_L_problem_P_sample_S_kernel.py find their own problem")
+    parser.add_argument("--manifest", metavar="FILE", help="CSV (problem,candidate) or YAML list of pairs to judge")
+    parser.add_argument("--precision", choices=["fp32", "fp16", "bf16"],
+                        help="cast float inputs and both models' weights to this dtype (default from config: fp32)")
     parser.add_argument("--solution", action="append", metavar="PATH",
-                        help="candidate file (.py, or a .txt/.md LLM response); default: solutions/<problem>/*")
+                        help="candidate file (.py, or a .txt/.md LLM response) or folder of them; default: solutions/<problem>/*")
     parser.add_argument("--device", help="auto (default), cpu, cuda or cuda:N")
     parser.add_argument("--devices", metavar="LIST",
                         help="several GPUs of one model, one evaluation at a time on each: 0,1 or all")
@@ -91,16 +98,15 @@ def main(argv=None) -> int:
 
 def evaluate(args, argv: list) -> int:
     """Resolve pairs and config, run every pair, print the table."""
-    config = build_config(args.config, {"device": args.device, "timeout": args.timeout})
+    config = build_config(args.config, {"device": args.device, "timeout": args.timeout, "precision": args.precision})
     check_gate_arguments(args)
     overrides = discover.parse_set(args.set)
-    pairs = discover.find_pairs(args.problem, args.solution)
-    for path in sorted({p.problem_path for p in pairs}):
-        discover.check_overrides(path, overrides)
+    pairs = discover.find_pairs(args.problem, args.solution, args.problems_root, args.manifest)
+    discover.check_overrides(sorted({p.problem_path for p in pairs}), overrides)
     env = runner.probe_environment()
     devices = runner.resolve_devices(args.devices, env) if args.devices else []
     device = devices[0] if devices else runner.resolve_device(config["device"], env)
-    run_dir = Path(args.out) if args.out else Path(config["results_dir"]) / default_run_name(args.problem)
+    run_dir = Path(args.out) if args.out else Path(config["results_dir"]) / default_run_name(sorted({p.problem for p in pairs}))
     if args.resume and not args.out:
         raise discover.DiscoveryError("--resume needs --out DIR (the run to resume)")
     if args.ray_address and args.executor != "ray":
@@ -190,15 +196,33 @@ def default_run_name(problems: list) -> str:
 
 
 def list_command(argv: list) -> int:
-    """Print every problem in problems/ with its constants and candidates."""
-    argparse.ArgumentParser(prog="run.py list", description="List problems and their candidates.").parse_args(argv)
+    """Print problems with their constants, input shapes and bytes, FLOPs and candidates."""
+    parser = argparse.ArgumentParser(prog="run.py list", description=list_command.__doc__)
+    parser.add_argument("--problem", action="append", default=[], metavar="NAME_OR_PATH",
+                        help="problems to list (default: every file in problems/)")
+    parser.add_argument("--problems-root", metavar="DIR", help="a problem tree such as KernelBench's")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="override a module constant")
+    args = parser.parse_args(argv)
+    try:
+        overrides = discover.parse_set(args.set)
+        names = args.problem or ([args.problems_root] if args.problems_root else [str(discover.PROBLEMS_DIR)])
+        roots = (Path(args.problems_root),) if args.problems_root else ()
+        paths = [p for name in names for p in discover.resolve_problem(name, roots)]
+    except discover.DiscoveryError as exc:
+        return fail(str(exc))
+    from harness import problem_info  # imports torch: only for this command
+
     console = report.wide_console()
-    for path in sorted(discover.PROBLEMS_DIR.glob("*.py")):
+    for path in paths:
         constants = discover.module_constants(path.read_text())
+        constants.update({k: v for k, v in overrides.items() if k in constants})
+        info = problem_info.describe(path, overrides)
         folder = discover.SOLUTIONS_DIR / path.stem
-        candidates = sorted(p.name for p in folder.glob("*") if p.suffix in discover.SOLUTION_SUFFIXES)
+        candidates = [p.name for p in discover.candidate_files(folder)] if folder.is_dir() else []
         shown = ", ".join(f"{k}={v}" for k, v in constants.items())
-        console.print(f"[bold]{path.stem}[/]  {shown}\n    candidates: {', '.join(candidates) or '(none)'}",
+        sizes = (f"inputs {', '.join(info['inputs'])} ({info['input_bytes'] / 1e6:,.1f} MB), "
+                 f"{info['flops'] / 1e9:,.3g} GFLOP" if "error" not in info else f"[yellow]{info['error']}[/]")
+        console.print(f"[bold]{path.stem}[/]  {shown}\n    {sizes}\n    candidates: {', '.join(candidates) or '(none)'}",
                       highlight=False)
     return 0
 

@@ -56,6 +56,9 @@ def build_config(config_file: Optional[str] = None, overrides: Optional[dict] = 
     return config
 
 
+PRECISIONS = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}  # --precision -> torch dtype name
+
+
 def suggest(word: str, choices) -> str:
     """'Did you mean ...?' for a misspelt name, or the list of valid names."""
     import difflib
@@ -136,6 +139,8 @@ def check_relations(config: dict) -> None:
         raise ConfigError("trials + wide_trials must be at least 1")
     if config["timeout"] <= 0 or config["compile_timeout"] <= 0:
         raise ConfigError("timeout and compile_timeout must be positive")
+    if config["precision"] not in PRECISIONS:
+        raise ConfigError(f"Bad value for 'precision': {config['precision']!r} (expected {', '.join(PRECISIONS)})")
     if config["prebuild"] not in ("auto", "on", "off"):
         raise ConfigError(f"Bad value for 'prebuild': {config['prebuild']!r} (expected auto, on or off)")
 

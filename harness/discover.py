@@ -36,8 +36,16 @@ class Pair:
     solution_path: Path
 
 
-def resolve_problem(name_or_path: str) -> list[Path]:
-    """A problem name, file or directory -> problem files (a directory recursively, sorted)."""
+# Candidates named the KernelBench way pair with problem P of level L: levelL/P_<name>.py under a problems root.
+KERNELBENCH_CANDIDATE = re.compile(r"^level_(\d+)_problem_(\d+)_sample_(\d+)(?:_kernel)?$")
+
+
+def resolve_problem(name_or_path: str, roots: tuple = ()) -> list[Path]:
+    """A problem name, file or directory -> problem files (a directory recursively, sorted).
+
+    A name is looked up as <root>/<name>.py, then anywhere below each root (KernelBench's level1/21_Sigmoid.py
+    is `21_Sigmoid`); the roots are the --problems-root folders and problems/.
+    """
     path = Path(name_or_path)
     if path.is_dir():
         files = sorted(p for p in path.rglob("*.py") if not p.name.startswith("_"))
@@ -46,21 +54,28 @@ def resolve_problem(name_or_path: str) -> list[Path]:
         return files
     if path.is_file():
         return [path]
-    if path.suffix or "/" in name_or_path:
+    if path.suffix:
         raise DiscoveryError(f"Problem file not found: '{name_or_path}'")
-    candidate = PROBLEMS_DIR / f"{name_or_path}.py"
-    if candidate.is_file():
-        return [candidate]
-    known = sorted(p.stem for p in PROBLEMS_DIR.glob("*.py"))
-    close = difflib.get_close_matches(name_or_path, known, n=1)
-    hint = f" Did you mean '{close[0]}'?" if close else f" Known problems: {', '.join(known)}."
+    roots = (*roots, PROBLEMS_DIR)
+    for root in roots:
+        if (Path(root) / f"{name_or_path}.py").is_file():
+            return [Path(root) / f"{name_or_path}.py"]
+    found = sorted({p for root in roots for p in Path(root).rglob(f"{Path(name_or_path).name}.py")
+                    if p.as_posix().endswith(f"{name_or_path}.py")})
+    if len(found) == 1:
+        return found
+    if len(found) > 1:
+        raise DiscoveryError(f"Problem '{name_or_path}' is ambiguous: {', '.join(map(str, found))}; give a path")
+    known = sorted({p.stem for root in roots for p in Path(root).rglob("*.py") if not p.name.startswith("_")})
+    close = difflib.get_close_matches(Path(name_or_path).name, known, n=1)
+    hint = f" Did you mean '{close[0]}'?" if close else f" Known problems: {', '.join(known[:20])}."
     raise DiscoveryError(f"Unknown problem '{name_or_path}'.{hint}")
 
 
 def solutions_for(problem_name: str) -> list[Path]:
     """The candidates in solutions/<problem>/, sorted; an error when there are none."""
     folder = SOLUTIONS_DIR / problem_name
-    files = sorted(p for p in folder.glob("*") if p.suffix in SOLUTION_SUFFIXES and not p.name.startswith("_"))
+    files = candidate_files(folder)
     if not files:
         raise DiscoveryError(
             f"No candidates for problem '{problem_name}': {folder.relative_to(ROOT)}/ is missing or empty "
@@ -69,18 +84,94 @@ def solutions_for(problem_name: str) -> list[Path]:
     return files
 
 
-def find_pairs(problems: list[str], solutions: Optional[list[str]] = None) -> list[Pair]:
-    """Every (problem, candidate) pair the CLI arguments name, in a stable order."""
-    problem_paths = [p for name in problems for p in resolve_problem(name)]
-    explicit = [Path(s) for s in solutions or []]
-    for path in explicit:
-        if not path.is_file():
-            raise DiscoveryError(f"Solution file not found: '{path}'")
-    pairs = []
-    for problem_path in problem_paths:
-        candidates = explicit or solutions_for(problem_path.stem)
-        pairs += [Pair(problem_path.stem, problem_path, c.stem, c) for c in candidates]
+def candidate_files(folder: Path) -> list[Path]:
+    """The candidate files (.py, .txt, .md) directly in a folder, sorted."""
+    return sorted(p for p in Path(folder).glob("*") if p.suffix in SOLUTION_SUFFIXES and not p.name.startswith("_"))
+
+
+def expand_solutions(solutions: Optional[list[str]]) -> list[Path]:
+    """--solution arguments: files, or folders of candidate files."""
+    files = []
+    for given in solutions or []:
+        path = Path(given)
+        if path.is_dir():
+            found = candidate_files(path)
+            if not found:
+                raise DiscoveryError(f"No candidate files (.py, .txt, .md) in folder '{given}'")
+            files += found
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise DiscoveryError(f"Solution file not found: '{given}'")
+    return files
+
+
+def find_pairs(problems: list[str], solutions: Optional[list[str]] = None, problems_root: Optional[str] = None,
+               manifest: Optional[str] = None) -> list[Pair]:
+    """Every (problem, candidate) pair the CLI arguments name, in a stable order.
+
+    --manifest: the pairs it lists. --problems-root with --solution and no --problem: each candidate named
+    the KernelBench way finds its own problem. Otherwise every --solution (or solutions/<problem>/) with
+    every --problem.
+    """
+    roots = (Path(problems_root),) if problems_root else ()
+    if problems_root and not Path(problems_root).is_dir():
+        raise DiscoveryError(f"--problems-root {problems_root}: no such folder")
+    if manifest:
+        pairs = manifest_pairs(Path(manifest), roots)
+    elif not problems:
+        if not (roots and solutions):
+            raise DiscoveryError("name a --problem, or give --problems-root with --solution, or a --manifest")
+        pairs = [Pair(problem.stem, problem, path.stem, path)
+                 for path in expand_solutions(solutions) for problem in [kernelbench_problem(path, roots[0])]]
+    else:
+        explicit = expand_solutions(solutions)
+        pairs = []
+        for problem_path in [p for name in problems for p in resolve_problem(name, roots)]:
+            candidates = explicit or solutions_for(problem_path.stem)
+            pairs += [Pair(problem_path.stem, problem_path, c.stem, c) for c in candidates]
     check_unique_names(pairs)
+    return pairs
+
+
+def kernelbench_problem(candidate: Path, root: Path) -> Path:
+    """The problem of a candidate named level_L_problem_P_sample_S[_kernel]: <root>/levelL/P_*.py."""
+    match = KERNELBENCH_CANDIDATE.match(candidate.stem)
+    if not match:
+        raise DiscoveryError(f"'{candidate.name}' is not named level_L_problem_P_sample_S_kernel: "
+                             "name its --problem, or list it in a --manifest")
+    level, number = match.group(1), int(match.group(2))
+    found = [p for p in sorted((root / f"level{level}").glob("*.py"))
+             if re.match(r"^(\d+)_", p.name) and int(p.name.split("_", 1)[0]) == number]
+    if len(found) != 1:
+        raise DiscoveryError(f"'{candidate.name}': {'no' if not found else 'more than one'} problem {number} "
+                             f"in {root / f'level{level}'}")
+    return found[0]
+
+
+def manifest_pairs(manifest: Path, roots: tuple) -> list[Pair]:
+    """Pairs from a CSV (header problem,candidate) or YAML (a list of {problem, candidate}) file; paths are
+    relative to the manifest's folder, and a problem may also be a name."""
+    if not manifest.is_file():
+        raise DiscoveryError(f"--manifest {manifest}: no such file")
+    if manifest.suffix in (".yaml", ".yml"):
+        import yaml
+
+        rows = yaml.safe_load(manifest.read_text()) or []
+    else:
+        import csv
+
+        rows = list(csv.DictReader(manifest.read_text().splitlines()))
+    pairs = []
+    for number, row in enumerate(rows, 1):
+        if not isinstance(row, dict) or not row.get("problem") or not row.get("candidate"):
+            raise DiscoveryError(f"--manifest {manifest}: entry {number} needs a problem and a candidate")
+        problem_arg = manifest.parent / row["problem"]
+        problems = resolve_problem(str(problem_arg) if problem_arg.exists() else row["problem"], roots)
+        candidate = manifest.parent / row["candidate"]
+        if not candidate.is_file():
+            raise DiscoveryError(f"--manifest {manifest}: entry {number}: no file '{row['candidate']}'")
+        pairs += [Pair(p.stem, p, candidate.stem, candidate) for p in problems]
     return pairs
 
 
@@ -147,18 +238,30 @@ def parse_set(items: list[str]) -> dict[str, Any]:
     return overrides
 
 
-def check_overrides(problem_path: Path, overrides: dict[str, Any]) -> None:
-    """Every --set name must be a module constant of the problem."""
-    try:
-        constants = module_constants(problem_path.read_text())
-    except SyntaxError as exc:
-        raise DiscoveryError(f"Problem file {problem_path} does not parse: {exc}") from None
+def check_overrides(problem_paths: list[Path], overrides: dict[str, Any]) -> None:
+    """Every --set name must be a module constant of at least one problem (it applies where it is one)."""
+    constants = {}
+    for path in problem_paths:
+        try:
+            constants[path] = module_constants(path.read_text())
+        except SyntaxError as exc:
+            raise DiscoveryError(f"Problem file {path} does not parse: {exc}") from None
     for name in overrides:
-        if name not in constants:
-            listed = ", ".join(sorted(constants)) or "none"
-            raise DiscoveryError(
-                f"--set {name}: problem '{problem_path.stem}' has no module constant '{name}' (constants: {listed})"
-            )
+        if not any(name in found for found in constants.values()):
+            listed = ", ".join(sorted({c for found in constants.values() for c in found})) or "none"
+            which = f"problem '{problem_paths[0].stem}' has no" if len(problem_paths) == 1 else "no problem has a"
+            raise DiscoveryError(f"--set {name}: {which} module constant '{name}' (constants: {listed})")
+
+
+def backend_of(source: str) -> str:
+    """What a candidate computes with, from its source: triton, cuda (CUDA C++), cpp (a C++ extension) or torch."""
+    if re.search(r"@triton\.jit|^\s*(import triton|from triton)", source, re.M):
+        return "triton"
+    if re.search(r"cuda_sources\s*=|__global__|<<<", source):
+        return "cuda"
+    if "load_inline" in source or "cpp_extension" in source:
+        return "cpp"
+    return "torch"
 
 
 def cpu_only(source: str) -> Optional[str]:

@@ -27,8 +27,10 @@ def to_device(x, device: torch.device):
     return x.to(device) if isinstance(x, torch.Tensor) else x
 
 
-def make_inputs(module, seed: int, device: torch.device, wide_scale: Optional[float] = None) -> list:
-    """get_inputs() under a seed with `device` as the default device; wide_scale redraws float tensors."""
+def make_inputs(module, seed: int, device: torch.device, wide_scale: Optional[float] = None,
+                dtype: Optional[torch.dtype] = None) -> list:
+    """get_inputs() under a seed with `device` as the default device; wide_scale redraws float tensors;
+    dtype (--precision) casts them."""
     torch.manual_seed(seed)
     with torch.device(device):
         raw = module.get_inputs()
@@ -37,6 +39,8 @@ def make_inputs(module, seed: int, device: torch.device, wide_scale: Optional[fl
         inputs = [to_device(x, device) for x in raw]
         if wide_scale is not None:
             inputs = [widen(x, wide_scale) for x in inputs]
+        if dtype is not None:
+            inputs = [x.to(dtype) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
     return inputs
 
 

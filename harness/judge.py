@@ -17,7 +17,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode  # imported ahead of the pair: it takes a while
 
 from harness import check, inputs as inputs_mod, timing
-from harness.config import tolerance_for
+from harness.config import PRECISIONS, tolerance_for
 from harness.judge_timing import PairTiming, reference_failures_are_crashes, release_cached_memory
 from harness.load import load_module
 from harness.records import WORKER_STATUSES, Result, Status, Verdict, failure, first_compiler_error, one_line
@@ -35,8 +35,10 @@ class PairJudge(PairTiming):
     def __init__(self, job: dict, workers: tuple, helpers: frozenset):
         self.job, self.cfg = job, job["config"]
         self.device = torch.device(job["device"])
+        # --precision: float inputs and both models' weights in this dtype (None: as the problem makes them).
+        self.dtype = None if self.cfg["precision"] == "fp32" else getattr(torch, PRECISIONS[self.cfg["precision"]])
         self.result = Result(problem=job["problem"], solution=job["solution"], status=Status.CORRECT.value,
-                             device=str(self.device), gpu=gpu_name(self.device))
+                             device=str(self.device), gpu=gpu_name(self.device), precision=self.cfg["precision"])
         self.sandbox, self.ref_sandbox = workers  # the candidate's worker; the reference's timing worker
         self.helpers = helpers  # our own children that are no orphans (torch's shared-memory manager)
         self.truth_model = None
@@ -62,6 +64,8 @@ class PairJudge(PairTiming):
             with torch.device(self.device):
                 self.model = self.problem.Model(*self.init_args)
             self.model = self.model.to(self.device).eval()
+            if self.dtype is not None and isinstance(self.model, torch.nn.Module):
+                self.model = self.model.to(self.dtype)
         except Exception as exc:
             raise Verdict(Status.RUNTIME_ERROR, f"problem's Model(...) raised {type(exc).__name__}: {exc}") from None
 
@@ -105,8 +109,8 @@ class PairJudge(PairTiming):
             env["TORCH_CUDA_ARCH_LIST"] = f"{major}.{minor}"  # build for this GPU only: much faster
         sides = ((self.sandbox, self.job["solution_path"], self.job["solution_source"], "ModelNew"),
                  (self.ref_sandbox, self.job["problem_path"], self.problem_source, "Model"))
-        # Only the candidate gets the build folder (and its lock, held until ModelNew is built).
-        self.sandbox.greet(str(self.device), self.cfg["cold_cache"], {**env, "TORCH_EXTENSIONS_DIR": self.job["build_dir"]})
+        # Only the candidate gets the build folders (and the lock, held until ModelNew is built).
+        self.sandbox.greet(str(self.device), self.cfg["cold_cache"], {**env, **candidate_build_env(self.job["build_dir"])})
         with reference_failures_are_crashes():
             self.ref_sandbox.greet(str(self.device), self.cfg["cold_cache"], env)
         state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}  # a copy: ours stays private
@@ -116,7 +120,8 @@ class PairJudge(PairTiming):
                     module_name="reference_module" if name == "Model" else "candidate_module")),
                 # A candidate may build its extension in __init__: construction gets the build's time limit too.
                 ("construct", self.cfg["timeout"] + self.cfg["compile_timeout"], lambda *_: dict(
-                    init_args=self.init_args, init_seed=self.cfg["init_seed"], state_dict=state))):
+                    init_args=self.init_args, init_seed=self.cfg["init_seed"], state_dict=state,
+                    dtype=None if self.dtype is None else str(self.dtype).removeprefix("torch.")))):
             for sandbox, path, source, name in sides:
                 sandbox.send(op, **args(path, source, name))
             reply = self.expect_ok(self.sandbox.receive(op, timeout), self.sandbox)
@@ -190,7 +195,7 @@ class PairJudge(PairTiming):
         seed = inputs_mod.trial_seed(self.job["secret"], self.job["problem"], trial)
         try:
             return inputs_mod.make_inputs(self.problem, seed, self.device,
-                                          self.cfg["wide_input_scale"] if wide else None)
+                                          self.cfg["wide_input_scale"] if wide else None, self.dtype)
         except Exception as exc:
             raise Verdict(Status.RUNTIME_ERROR, f"problem's get_inputs() failed: {type(exc).__name__}: {exc}") from None
 
@@ -282,6 +287,11 @@ class PairJudge(PairTiming):
         except (TypeError, KeyError, ValueError):
             worker_peak = None
         self.result.peak_mem_mb = {"judge": round(timing.peak_memory_mb(self.device), 1), "worker": worker_peak}
+
+
+def candidate_build_env(build_dir: str) -> dict:
+    """Where a candidate's builds go: torch extensions, and Triton's cache kept per candidate too."""
+    return {"TORCH_EXTENSIONS_DIR": build_dir, "TRITON_CACHE_DIR": os.path.join(build_dir, "triton")}
 
 
 def gpu_name(device: torch.device):

@@ -148,6 +148,8 @@ class PairTiming:
         try:
             if self.device.type == "cuda":
                 mine = {k for k in new["kernels"] if not re.search(r"memcpy|memset", k, re.I)}
+                if any(k.startswith("triton") for k in mine - set(ref["kernels"])):
+                    self.result.backend = "triton"  # torch.compile's kernels, say, in a candidate written in torch
                 return bool(mine) and mine <= set(ref["kernels"])
             mine = {op for op in new["ops"] if not BOOKKEEPING_OPS.match(op)}
             return bool(mine) and mine <= set(ref["ops"])

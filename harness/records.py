@@ -101,6 +101,8 @@ class Result:
     ref_wall_ms: list = field(default_factory=list)
     new_wall_ms: list = field(default_factory=list)
     peak_mem_mb: Optional[dict] = None
+    precision: Optional[str] = None  # fp32, fp16 or bf16 (--precision)
+    backend: Optional[str] = None  # triton, cuda, cpp or torch: from the source, and the runtime trace
     phases_s: Optional[dict] = None
     # Provenance per record, so that tables rebuild from results.jsonl alone.
     torch_version: Optional[str] = None

@@ -187,6 +187,8 @@ def evaluate_pair(pair: discover.Pair, source: Optional[str], early: Optional[Re
     result = early or run_judge(pair, source, ctx, starter)
     if prebuilt is not None:
         prebuilt.add_to(result)
+    result.backend = result.backend or (discover.backend_of(source) if source else None)
+    result.precision = result.precision or ctx.config["precision"]
     result.key, result.device = key, result.device or ctx.device
     result.problem_path, result.solution_path = relative(pair.problem_path), relative(pair.solution_path)
     result.wall_s = round(time.monotonic() - started, 3)

@@ -122,8 +122,9 @@ class Worker:
             return ("error", "compile_error", f"the candidate defines no class {class_name}")
         return ("ok", {"build_s": BUILDS["seconds"]})
 
-    def op_construct(self, init_args: list, init_seed: int, state_dict: dict):
-        """Build ModelNew with the problem's init inputs and the reference's weights where they match."""
+    def op_construct(self, init_args: list, init_seed: int, state_dict: dict, dtype: str | None = None):
+        """Build ModelNew with the problem's init inputs and the reference's weights where they match,
+        in `dtype` when the run asks for one (--precision), as the reference is."""
         try:
             torch.manual_seed(init_seed)
             with torch.device(self.device):
@@ -131,6 +132,8 @@ class Worker:
             if isinstance(model, torch.nn.Module):
                 copied = copy_matching(model, state_dict)
                 model = model.to(self.device).eval()
+                if dtype in ("float16", "bfloat16"):
+                    model = model.to(getattr(torch, dtype))
             else:
                 copied = 0
         except BaseException as exc:
@@ -233,7 +236,8 @@ def copy_matching(model: torch.nn.Module, reference: dict) -> int:
     with torch.no_grad():
         for name, tensor in model.state_dict().items():
             ref = reference.get(name)
-            if ref is not None and ref.shape == tensor.shape and ref.dtype == tensor.dtype:
+            same_kind = ref is not None and (ref.dtype == tensor.dtype or ref.is_floating_point() and tensor.is_floating_point())
+            if same_kind and ref.shape == tensor.shape:  # (float dtypes may differ under --precision)
                 tensor.copy_(ref)
                 copied += 1
     return copied

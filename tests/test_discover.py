@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 
 from conftest import FIXTURES, ROOT
@@ -86,7 +88,7 @@ def test_bad_set_items(item):
 
 def test_set_naming_no_constant():
     with pytest.raises(discover.DiscoveryError, match="has no module constant 'dimm'.*batch_size, dim"):
-        discover.check_overrides(ROOT / "problems" / "sigmoid.py", {"dimm": 3})
+        discover.check_overrides([ROOT / "problems" / "sigmoid.py"], {"dimm": 3})
 
 
 def test_needs_cuda_from_source():
@@ -101,3 +103,14 @@ def test_two_candidates_with_one_name_are_an_error(tmp_path):
         (tmp_path / folder / "k.py").write_text("class ModelNew: pass\n")
     with pytest.raises(discover.DiscoveryError, match="Two files named 'k'"):
         discover.find_pairs(["sigmoid"], [str(tmp_path / "a" / "k.py"), str(tmp_path / "b" / "k.py")])
+
+
+@pytest.mark.skipif(not SEEDS.is_dir(), reason="../shared/seeds not beside the checkout")
+@pytest.mark.parametrize("seed", sorted(SEED_FILES))
+def test_each_seed_answer_is_skipped_on_the_cpu_not_a_compile_error(seed):
+    from harness import runner
+
+    problem = ROOT / "problems" / f"{Path(SEED_FILES[seed]).parent}.py"
+    pair = discover.Pair(problem.stem, problem, Path(seed).stem, SEEDS / seed)
+    result = runner.skip_for_device(pair, discover.read_source(SEEDS / seed), "cpu")
+    assert result is not None and result.status == "skipped" and "needs a CUDA GPU" in result.error

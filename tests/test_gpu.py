@@ -46,6 +46,15 @@ def test_sigmoid_seeds_small_on_cuda(tmp_path):
     assert results["seed001_fast_math"]["status"] == "correct"
     assert results["seed001_fast_math"]["speedup_ci_low"] <= results["seed001_fast_math"]["speedup"]
     assert results["cpp_parallel"]["status"] == "skipped"
+    assert results["triton_sigmoid"]["status"] == "correct" and results["triton_sigmoid"]["backend"] == "triton"
+
+
+def test_triton_candidate_in_float16(tmp_path):
+    results = run(["--problem", "sigmoid", "--solution", "solutions/sigmoid/triton_sigmoid.py", "--device", "cuda",
+                   "--precision", "fp16", "--set", "batch_size=64", "--set", "dim=4096"], tmp_path)
+    triton_result = results["triton_sigmoid"]
+    assert triton_result["status"] == "correct", triton_result["error"]
+    assert (triton_result["backend"], triton_result["precision"]) == ("triton", "fp16")
 
 
 def test_cuda_timer_sees_a_sleep_kernel():

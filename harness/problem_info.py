@@ -1,0 +1,27 @@
+"""What a problem asks for, without running it: input shapes and bytes, and FLOPs, on torch's meta device
+(no memory is allocated and nothing is computed). Used by `run.py list`."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from harness.inputs import init_inputs, nbytes
+from harness.load import load_module
+
+
+def describe(path: Path, overrides: dict) -> dict:
+    """{inputs: ["float32[16x256]", ...], input_bytes, flops} of one problem; {error} when that cannot be had."""
+    try:
+        module = load_module(Path(path).read_text(), path, "problem_info_module", overrides)
+        with torch.device("meta"):
+            inputs = list(module.get_inputs())
+            model = module.Model(*init_inputs(module))
+            with FlopCounterMode(display=False) as counter, torch.no_grad():
+                model(*inputs)
+        shapes = [f"{str(x.dtype).removeprefix('torch.')}[{'x'.join(map(str, x.shape))}]" if isinstance(x, torch.Tensor)
+                  else repr(x) for x in inputs]
+        return {"inputs": shapes, "input_bytes": nbytes(inputs), "flops": counter.get_total_flops()}
+    except Exception as exc:  # a problem that cannot run on the meta device still gets listed
+        return {"error": f"{type(exc).__name__}: {exc}"[:200]}
