@@ -139,6 +139,8 @@ def check_relations(config: dict) -> None:
         raise ConfigError("trials + wide_trials must be at least 1")
     if config["timeout"] <= 0 or config["compile_timeout"] <= 0:
         raise ConfigError("timeout and compile_timeout must be positive")
+    if config["judges_ahead"] < 0:
+        raise ConfigError("judges_ahead must be 0 or more")
     if config["precision"] not in PRECISIONS:
         raise ConfigError(f"Bad value for 'precision': {config['precision']!r} (expected {', '.join(PRECISIONS)})")
     if config["prebuild"] not in ("auto", "on", "off"):

@@ -66,6 +66,8 @@ def resolve_problem(name_or_path: str, roots: tuple = ()) -> list[Path]:
         return found
     if len(found) > 1:
         raise DiscoveryError(f"Problem '{name_or_path}' is ambiguous: {', '.join(map(str, found))}; give a path")
+    if "/" in name_or_path:
+        raise DiscoveryError(f"Problem file not found: '{name_or_path}'")
     known = sorted({p.stem for root in roots for p in Path(root).rglob("*.py") if not p.name.startswith("_")})
     close = difflib.get_close_matches(Path(name_or_path).name, known, n=1)
     hint = f" Did you mean '{close[0]}'?" if close else f" Known problems: {', '.join(known[:20])}."

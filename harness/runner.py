@@ -314,7 +314,7 @@ def run_pairs(pairs: list, ctx: RunContext, resume: bool,
     build_stage = builds.enabled(ctx.config, ctx.device) and ctx.executor == "local"  # Ray runs its own
     build_pool = ThreadPoolExecutor(builds.pool_size(ctx.config)) if build_stage else None
     gpu_run = ctx.device.startswith("cuda") and ctx.executor == "local"
-    starter = JudgeStarter(ctx, ctx.devices or (ctx.device,), ahead=2 if gpu_run else 0)  # pairs can be short
+    starter = JudgeStarter(ctx, ctx.devices or (ctx.device,), ahead=ctx.config["judges_ahead"] if gpu_run else 0)
     prebuilt, by_folder = {}, {}  # one build per source: pairs with the same source share it
     for i, (pair, (source, early)) in enumerate(zip(pairs, candidates)):
         if build_pool and keys[i] not in done and early is None and builds.builds_extension(source) \
