@@ -107,7 +107,8 @@ class PairTiming:
         Each request's wall time should be the work it claims (calls x reported time, flushes x the
         judge's own flush time) plus an overhead (IPC, synchronizes) that the reference's worker, running
         the same code, shows. A worker that claims more time than passed, or whose unexplained time
-        exceeds the reference's by over 10% of the request plus 0.2 ms, has been tampered with.
+        exceeds the reference's by over 10% of the request plus 0.2 ms (plus the jitter of the reference's
+        own overheads), has been tampered with.
         """
         cold = self.cfg["cold_cache"]
         flush_ms = statistics.median(judge_timer.window(judge_timer.flush)[0] for _ in range(5)) if cold else 0.0
@@ -125,7 +126,10 @@ class PairTiming:
         self.result.judge_wall_ms = statistics.median(new_judged)
         claimed_too_much = statistics.median(new_left) < -0.05 * statistics.median(new_judged) - 0.1
         excess = statistics.median(new_left) - statistics.median(ref_left or [0.0])
-        return claimed_too_much or excess > TAMPER_SHARE * statistics.median(new_judged) + TAMPER_SLACK_MS
+        # A busy host (a 2-core CI machine) makes request overheads jitter: a difference within 3 median
+        # absolute deviations of the reference's own overheads is no evidence (a forged clock hides far more).
+        jitter = 3 * median_abs_deviation(ref_left) if ref_left else 0.0
+        return claimed_too_much or excess > TAMPER_SHARE * statistics.median(new_judged) + TAMPER_SLACK_MS + jitter
 
     def uses_only_reference_ops(self) -> bool:
         """From runtime traces of one call per side: did the candidate only launch what the reference does?
@@ -266,6 +270,11 @@ def reference_failures_are_crashes():
         yield
     except (Verdict, WorkerFailure) as exc:
         raise Verdict(Status.CRASH, f"the reference's timing worker failed: {exc}") from None
+
+
+def median_abs_deviation(values: list) -> float:
+    middle = statistics.median(values)
+    return statistics.median(abs(v - middle) for v in values)
 
 
 def plausible_sample(payload) -> tuple[float, float]:
