@@ -22,6 +22,9 @@ EXAMPLES = """examples:
   python run.py --problem hardsigmoid --solution my_kernel.py --out results/try1
   python run.py --problem sigmoid --solution answer.md  an LLM response: its last ModelNew code block
   python run.py --problem sigmoid --gate --min-speedup 1.0   exit 1 unless every candidate passes
+  python run.py --problems-root KernelBench/KernelBench --solution runs/model_a/
+                                                        each level_L_problem_P_sample_S_kernel.py with its problem
+  python run.py --problem 21_Sigmoid --problems-root KernelBench/KernelBench --precision bf16 --set batch_size=64
   python run.py list                                    problems, their constants and candidates
   python run.py --problem sigmoid --gate --baseline results/leaderboards/h100/leaderboard.csv --junit junit.xml
   python run.py report results/RUN                      rebuild the tables and plots of a run from results.jsonl
