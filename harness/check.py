@@ -90,7 +90,7 @@ def exact_comparison(ref: torch.Tensor, new: torch.Tensor, atol: float, rtol: fl
     for _, r, n in chunks(ref, new, chunk):
         r, n = r.to(work), n.to(work)
         diff = (n - r).abs()
-        bad += int((~outside_ok(r, n, diff, atol, rtol)).sum())
+        bad += int((~passes_rule(r, n, diff, atol, rtol)).sum())
         diff.nan_to_num_(nan=0.0, posinf=0.0)  # the error figures count where both sides are finite
         max_abs = max(max_abs, float(diff.max()))
         max_rel = max(max_rel, float((diff / r.abs().clamp_min(max(atol, 1e-30))).nan_to_num(0.0, 0.0, 0.0).max()))
@@ -99,7 +99,7 @@ def exact_comparison(ref: torch.Tensor, new: torch.Tensor, atol: float, rtol: fl
     return Comparison(False, failure_reason(ref, new, atol, rtol, chunk, max_abs), max_abs, max_rel)
 
 
-def outside_ok(r: torch.Tensor, n: torch.Tensor, diff: torch.Tensor, atol: float, rtol: float) -> torch.Tensor:
+def passes_rule(r: torch.Tensor, n: torch.Tensor, diff: torch.Tensor, atol: float, rtol: float) -> torch.Tensor:
     """Elements that pass: within tolerance of a finite reference, equal (infinities), or NaN on both sides."""
     return ((diff <= atol + rtol * r.abs()) & r.isfinite()) | (n == r) | (r.isnan() & n.isnan())
 
@@ -112,7 +112,7 @@ def failure_reason(ref: torch.Tensor, new: torch.Tensor, atol: float, rtol: floa
     for start, r, n in chunks(ref, new, chunk):
         r, n = r.to(work), n.to(work)
         nan_bad += int((n.isnan() != r.isnan()).sum())
-        failing = ~outside_ok(r, n, (n - r).abs(), atol, rtol)
+        failing = ~passes_rule(r, n, (n - r).abs(), atol, rtol)
         bad += int(failing.sum())
         if first_bad is None and bad:
             first_bad = start + int(failing.nonzero()[0, 0])
