@@ -115,7 +115,12 @@ def test_peaks_on_the_gpu(tmp_path):
     from harness import roofline
 
     peaks = roofline.device_peaks(torch.device("cuda"), torch.float32, tmp_path)
-    assert 500 < peaks["copy_gbps"] < 10_000 and 5 < peaks["matmul_tflops"] < 200
+    assert 500 < peaks["copy_gbps"] < 10_000 and 5 < peaks["matmul_tflops"] < 2000
+    assert torch.backends.cuda.matmul.allow_tf32 is False  # measuring the TF32 rate restored the setting
+    a = torch.randn(4096, 4096, device="cuda")
+    cuda_cores = 2 * 4096**3 / (roofline.measure_ms(lambda: a @ a, torch.device("cuda"), 5) * 1e9)
+    tf32 = 2 * 4096**3 / (roofline.tf32_matmul_ms(a, a, torch.device("cuda")) * 1e9)
+    assert peaks["matmul_tflops"] >= 0.9 * max(cuda_cores, tf32 / 3)  # a 3xTF32 GEMM is not below the floor
 
 
 def test_compiled_baseline_and_hot_cache_are_recorded(tmp_path):
