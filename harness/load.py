@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import linecache
 import sys
 import types
 from pathlib import Path
@@ -24,6 +25,9 @@ def load_module(source: str, path: Path, module_name: str, overrides: Optional[d
     tree = ast.parse(source, filename=str(path))
     override_constants(tree, overrides or {})
     code = compile(tree, str(path), "exec")
+    # inspect finds the source through linecache, also where `path` is relative to another folder or is a
+    # .md answer the code was extracted from: Triton's @jit reads its kernels' source this way.
+    linecache.cache[str(path)] = (len(source), None, source.splitlines(True), str(path))
     module = types.ModuleType(module_name)
     module.__file__ = str(path)
     sys.modules[module_name] = module  # dataclasses and pickling look modules up by name

@@ -130,11 +130,20 @@ class Timer:
         with torch.cuda.stream(side):  # torch's advice: run once on a side stream before capturing
             self.once() if with_call else self.flush()
         torch.cuda.current_stream(self.device).wait_stream(side)
-        with torch.cuda.graph(graph):
-            for _ in range(self.batch):
-                self.flush()
-                if with_call:
-                    self.last_output = self.fn()  # the graph's last call rewrites this tensor on each replay
+        # A capture registers the default generator's state and, if it fails, leaves that state mid-capture:
+        # every later random draw in this process would then raise. So the capture gets a copy of the state.
+        generator = torch.cuda.default_generators[self.device.index if self.device.index is not None
+                                                  else torch.cuda.current_device()]
+        outside = generator.graphsafe_get_state()
+        generator.graphsafe_set_state(generator.clone_state())
+        try:
+            with torch.cuda.graph(graph):
+                for _ in range(self.batch):
+                    self.flush()
+                    if with_call:
+                        self.last_output = self.fn()  # the graph's last call rewrites this tensor on each replay
+        finally:
+            generator.graphsafe_set_state(outside)
         self.sync()
         return graph
 

@@ -23,3 +23,14 @@ def test_a_failing_module_is_not_left_registered():
     except ValueError:
         pass
     assert "loaded_bad" not in sys.modules
+
+
+def test_functions_have_source_even_when_the_path_does_not_lead_to_it(tmp_path, monkeypatch):
+    import inspect
+
+    # a relative path seen from another folder, or a .md answer the code was extracted from: Triton's @jit
+    # calls inspect on its kernels, which must then still find their source
+    monkeypatch.chdir(tmp_path)
+    for path in (Path("solutions/sigmoid/relative.py"), tmp_path / "answer.md"):
+        module = load_module(SOURCE, path, f"loaded_source_{path.suffix[1:]}")
+        assert inspect.getsource(module.size) == "def size():\n    return batch_size\n"
