@@ -57,6 +57,16 @@ def test_triton_candidate_in_float16(tmp_path):
     assert (triton_result["backend"], triton_result["precision"]) == ("triton", "fp16")
 
 
+def test_triton_candidate_in_an_llm_answer(tmp_path):
+    answer = tmp_path / "triton_answer.md"  # Triton's @jit must find its kernel's source in the extracted code
+    answer.write_text("Here is a Triton kernel:\n\n```python\n" + (ROOT / "solutions/sigmoid/triton_sigmoid.py").read_text()
+                      + "```\n")
+    results = run(["--problem", "sigmoid", "--solution", str(answer), "--device", "cuda", "--config", str(FAST_CONFIG),
+                   "--set", "batch_size=64", "--set", "dim=4096"], tmp_path / "out")
+    assert results["triton_answer"]["status"] == "correct", results["triton_answer"]["error"]
+    assert results["triton_answer"]["backend"] == "triton"
+
+
 def test_cuda_timer_sees_a_sleep_kernel():
     from harness import timing
 
