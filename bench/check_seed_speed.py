@@ -3,7 +3,6 @@
 Usage: python3 bench/check_seed_speed.py solutions/sigmoid/seed001_fast_math.py [problem]
 Prints the median of 20 back-to-back calls per side (no cold cache), for comparison with the harness.
 """
-import statistics
 import sys
 from pathlib import Path
 
@@ -12,21 +11,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from harness import discover  # noqa: E402
 from harness.load import load_module  # noqa: E402
-
-
-def median_ms(fn, calls=20):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(calls):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
+from cuda_clock import median_ms  # noqa: E402  (bench/ is the script's folder)
 
 
 def main(candidate, problem="sigmoid"):

@@ -9,6 +9,8 @@ import json
 import torch
 from torch.utils.cpp_extension import load_inline
 
+from cuda_clock import median_ms  # bench/ is the script's folder
+
 VARIANTS = [(4, 256, True), (4, 256, False), (2, 256, False), (8, 256, False), (4, 128, False), (4, 512, False),
             (8, 128, True), (2, 512, True), (1, 256, False)]  # (vectors per thread, threads per block, hints)
 
@@ -54,20 +56,6 @@ void run(torch::Tensor x, torch::Tensor y, int64_t unroll, int64_t threads, bool
 """
 
 
-def time_ms(fn, repeats=20):
-    """Median milliseconds of fn over `repeats` calls, each between CUDA events."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return sorted(times)[len(times) // 2]
-
-
 def main():
     ext = load_inline("elementwise_variants", cpp_sources="void run(torch::Tensor x, torch::Tensor y, int64_t unroll, int64_t threads, bool hints);",
                       cuda_sources=CUDA, functions=["run"], extra_cuda_cflags=["-O3"])
@@ -75,11 +63,11 @@ def main():
     y = torch.empty_like(x)
     nbytes = 2 * x.numel() * 4
     expected = torch.sigmoid(x)
-    rows = {"copy": time_ms(lambda: y.copy_(x)), "torch.sigmoid": time_ms(lambda: torch.sigmoid(x, out=y))}
+    rows = {"copy": median_ms(lambda: y.copy_(x)), "torch.sigmoid": median_ms(lambda: torch.sigmoid(x, out=y))}
     for unroll, threads, hints in VARIANTS:
         ext.run(x, y, unroll, threads, hints)
         assert torch.allclose(y, expected, rtol=1e-6, atol=0)
-        rows[f"unroll={unroll} threads={threads} hints={hints}"] = time_ms(lambda: ext.run(x, y, unroll, threads, hints))
+        rows[f"unroll={unroll} threads={threads} hints={hints}"] = median_ms(lambda: ext.run(x, y, unroll, threads, hints))
     for name, ms in rows.items():
         print(json.dumps({"variant": name, "ms": round(ms, 4), "gbps": round(nbytes / ms / 1e6, 1),
                           "vs_copy": round(rows["copy"] / ms, 4), "vs_torch": round(rows["torch.sigmoid"] / ms, 4)}), flush=True)

@@ -18,7 +18,8 @@ cost one read and one write.
 The weight split is cached and recomputed whenever the weight changes (its pointer, version counter, dtype
 or device), so a new weight is never answered with the old one. Other dtypes (--precision fp16/bf16) use
 cuBLAS at that dtype, as the reference does, and the same fused epilogue.
-Known limit: an infinite input gives NaN here where a float32 GEMM may give +-inf (inf * 0 in the split).
+Known limits: an infinite input gives NaN here where a float32 GEMM may give +-inf (inf * 0 in the split); a
+weight written through `.data` (which bypasses the version counter) is not seen until its pointer changes.
 """
 import torch
 import torch.nn as nn

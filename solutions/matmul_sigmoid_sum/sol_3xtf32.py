@@ -17,7 +17,8 @@ halves and the bias, applies sigmoid and sums in float64, so the sigmoid activat
 to memory. The weight split is cached and recomputed whenever the weight changes (its pointer, version counter,
 dtype or device). Other dtypes (--precision fp16/bf16) use cuBLAS at that dtype, as the reference does, and the
 same fused sigmoid-and-sum.
-Known limit: an infinite input gives NaN here where a float32 GEMM may give +-inf (inf * 0 in the split).
+Known limits: an infinite input gives NaN here where a float32 GEMM may give +-inf (inf * 0 in the split); a
+weight written through `.data` (which bypasses the version counter) is not seen until its pointer changes.
 """
 
 import torch
