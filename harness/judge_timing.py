@@ -6,6 +6,7 @@ import contextlib
 import random
 import re
 import statistics
+import time
 from pathlib import Path
 
 import torch
@@ -18,6 +19,7 @@ from harness.sandbox import WorkerFailure
 
 TIMED_CHECK_SHARE = 0.1  # share of timing rounds whose candidate output is checked (secretly chosen), plus the last
 TAMPER_SHARE, TAMPER_SLACK_MS = 0.1, 0.2  # time a worker may leave unexplained beyond the reference's
+CONFIRM_PAUSE_S, CONFIRM_ROUNDS = 2.0, 10  # timer_tampering must show again in this many rounds after this pause
 ROUND_SEED_OFFSET = 1000  # timing rounds draw their inputs from trial seeds past the correctness trials'
 
 
@@ -96,10 +98,28 @@ class PairTiming:
         self.result.timed_outputs_checked = len(checked) + 1
         self.record_timing(ref_ms, new_ms, tight, clocks)
         judge_timer = timing.Timer(self.device, cfg["cold_cache"])
-        if self.time_disagrees(ref_ms, ref_judged, new_ms, new_judged, judge_timer):
+        self.result.judge_wall_ms = statistics.median(new_judged)
+        if (self.time_disagrees(ref_ms, ref_judged, new_ms, new_judged, judge_timer)
+                and self.disagrees_again(ref_sample, new_sample, ref_judged, new_judged, rng, judge_timer)):
             self.result.flags.append("timer_tampering")
         if cfg["compile_baseline"]:
             self.time_compiled(self.round_inputs, judge_timer)
+
+    def disagrees_again(self, ref_sample, new_sample, ref_judged, new_judged, rng, judge_timer) -> bool:
+        """The cross-check once more, on rounds of its own after a pause (not kept as samples): load on the
+        host (another process on the candidate worker's core) can delay that worker's wake-ups for seconds,
+        but a forged clock does not stop."""
+        time.sleep(CONFIRM_PAUSE_S)
+        first, walls = len(ref_judged), (len(self.result.ref_wall_ms), len(self.result.new_wall_ms))
+        ref_ms, new_ms = [], []
+        for _ in range(CONFIRM_ROUNDS):
+            for side in rng.sample(["ref", "new"], 2):
+                if side == "ref":
+                    ref_ms.append(ref_sample())
+                else:
+                    new_ms.append(new_sample())
+        del self.result.ref_wall_ms[walls[0]:], self.result.new_wall_ms[walls[1]:]
+        return self.time_disagrees(ref_ms, ref_judged[first:], new_ms, new_judged[first:], judge_timer)
 
     def time_disagrees(self, ref_ms, ref_judged, new_ms, new_judged, judge_timer: timing.Timer) -> bool:
         """Does the candidate's reported time disagree with the judge's own clock around its requests?
@@ -107,8 +127,8 @@ class PairTiming:
         Each request's wall time should be the work it claims (calls x reported time, flushes x the
         judge's own flush time) plus an overhead (IPC, synchronizes) that the reference's worker, running
         the same code, shows. A worker that claims more time than passed, or whose unexplained time
-        exceeds the reference's by over 10% of the request plus 0.2 ms (plus the jitter of the reference's
-        own overheads), has been tampered with.
+        exceeds the reference's in the same rounds by over 10% of the request plus 0.2 ms (plus the jitter of
+        those differences), has been tampered with.
         """
         cold = self.cfg["cold_cache"]
         flush_ms = statistics.median(judge_timer.window(judge_timer.flush)[0] for _ in range(5)) if cold else 0.0
@@ -119,16 +139,16 @@ class PairTiming:
             calls, flushes = timing.work_per_sample(method, batch, cold)
             return [wall - calls * ms - flushes * flush_ms for ms, wall in zip(samples, judged)]
 
-        ref_left = unexplained(ref_ms, ref_judged, self.result.ref_timer, self.result.ref_batch or 1)
         new_left = unexplained(new_ms, new_judged, self.result.new_timer, self.result.new_batch or 1)
         if new_left is None:
             return True  # a method or batch size our timer never chooses
-        self.result.judge_wall_ms = statistics.median(new_judged)
+        ref_left = unexplained(ref_ms, ref_judged, self.result.ref_timer, self.result.ref_batch or 1)
         claimed_too_much = statistics.median(new_left) < -0.05 * statistics.median(new_judged) - 0.1
-        excess = statistics.median(new_left) - statistics.median(ref_left or [0.0])
-        # A busy host (a 2-core CI machine) makes request overheads jitter: a difference within 3 median
-        # absolute deviations of the reference's own overheads is no evidence (a forged clock hides far more).
-        jitter = 3 * median_abs_deviation(ref_left) if ref_left else 0.0
+        # Round by round: both requests of a round meet the same load on the host, which their difference
+        # cancels. A forged clock hides time in most rounds, so it moves the median difference; one within
+        # 3 median absolute deviations of the differences is no evidence.
+        differences = [new - ref for new, ref in zip(new_left, ref_left or [0.0] * len(new_left))]
+        excess, jitter = statistics.median(differences), 3 * median_abs_deviation(differences)
         return claimed_too_much or excess > TAMPER_SHARE * statistics.median(new_judged) + TAMPER_SLACK_MS + jitter
 
     def uses_only_reference_ops(self) -> bool:

@@ -27,3 +27,33 @@ def test_peaks_are_measured_once_and_cached(tmp_path):
     (cached,) = tmp_path.iterdir()
     cached.write_text(cached.read_text().replace(str(first["copy_gbps"]), "123.0"))
     assert roofline.device_peaks(torch.device("cpu"), torch.float32, tmp_path)["copy_gbps"] == 123.0
+
+
+def tamper_check(ref_judged, new_judged, samples_ms=0.1):
+    """PairTiming.time_disagrees on made-up rounds: perf_counter samples, no cache flush."""
+    from types import SimpleNamespace
+
+    from harness.judge_timing import PairTiming
+
+    judge = SimpleNamespace(cfg={"cold_cache": False}, result=SimpleNamespace(
+        ref_timer="perf_counter", new_timer="perf_counter", ref_batch=1, new_batch=1, judge_wall_ms=None))
+    samples = [samples_ms] * len(ref_judged)
+    return PairTiming.time_disagrees(judge, samples, ref_judged, samples, new_judged, judge_timer=None)
+
+
+def test_tamper_check_cancels_load_that_both_sides_of_a_round_meet():
+    import random
+
+    rng = random.Random(0)
+    load = [rng.choice([0.0, 0.0, 0.8, 1.5]) for _ in range(20)]  # bursts on the host, the same for a round
+    ref = [0.3 + extra + rng.uniform(0, 0.05) for extra in load]
+    new = [0.3 + extra + rng.uniform(0, 0.05) for extra in load]
+    new[::2] = [t + 0.7 for t in new[::2]]  # ... and half the rounds slower for the candidate alone
+    assert not tamper_check(ref, new)
+
+
+def test_tamper_check_sees_time_hidden_in_most_rounds():
+    ref = [0.3 + 0.01 * (i % 5) for i in range(20)]
+    hidden = [t + (0.9 if i % 5 else 0.0) for i, t in enumerate(ref)]  # a forged clock hides 0.9 ms in 80% of rounds
+    assert tamper_check(ref, hidden)
+    assert not tamper_check(ref, [t + 0.05 for t in ref])  # 0.05 ms: within the slack
