@@ -73,10 +73,11 @@ torch::Tensor split_tf32(torch::Tensor v) {
     return parts;
 }
 
-// Tensor cores accumulate in float32 without rounding each addition to nearest, so a long K drifts: over
-// K = 8192, x_hi @ w_hi.T alone was off by 2.0e-4 against float64 where a float32 GEMM is off by 3.7e-5
-// (wide inputs, bench/results/split-tf32-accuracy-h100.jsonl). Long products are therefore done in K-chunks
-// of K_CHUNK, each added to c in cuBLAS's epilogue, which rounds to nearest: with 1024 the error was 2.5e-5.
+// Tensor cores accumulate in float32 without rounding each addition to nearest, so a long K drifts: with
+// K = 8192 in one piece, this problem's result was off by 2.0e-4 against float64, where a float32 GEMM's is
+// off by 3.7e-5 (wide inputs, bench/results/split-tf32-accuracy-h100.jsonl). Long products are therefore
+// done in K-chunks of K_CHUNK, each added to c in cuBLAS's epilogue, which rounds to nearest: with 1024 the
+// error was 2.5e-5.
 constexpr int64_t K_CHUNK = 1024;
 
 // c[M, N] = a[M, K] @ b[N, K].T + beta * c on TF32 tensor cores, K_CHUNK columns of K at a time (row-major,
