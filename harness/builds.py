@@ -76,13 +76,18 @@ def prebuild(problem: str, problem_path: Path, solution: str, path: Path, source
     return done
 
 
+def candidate_build_env(build_dir: str) -> dict:
+    """Where a candidate's builds go: torch extensions, and Triton's cache kept per candidate too."""
+    return {"TORCH_EXTENSIONS_DIR": build_dir, "TRITON_CACHE_DIR": os.path.join(build_dir, "triton")}
+
+
 def build(job: dict) -> dict:
     """Import (and perhaps construct) the candidate in a CPU-only worker: {"build_s": ...}, or
     {"status": ..., "error": ...} when a failed build ended the pair."""
     from harness.sandbox import Sandbox, WorkerFailure  # torch comes with these: only in this process
 
     cfg = job["config"]
-    env = {"TORCH_EXTENSIONS_DIR": job["build_dir"], "TRITON_CACHE_DIR": os.path.join(job["build_dir"], "triton")}
+    env = candidate_build_env(job["build_dir"])
     if job["arch"] and "TORCH_CUDA_ARCH_LIST" not in os.environ:
         env["TORCH_CUDA_ARCH_LIST"] = job["arch"]  # what the judge will ask for: the same build, reused
     sandbox = Sandbox({"CUDA_VISIBLE_DEVICES": ""}, cfg["output_limit_bytes"], cfg["kill_grace_s"])

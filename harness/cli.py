@@ -148,7 +148,11 @@ def run_with_progress(pairs: list, ctx, resume: bool, console: Console) -> list[
 
 def load_results(run_dir: Path) -> list[Result]:
     """The run's results.jsonl as Results, the last record of each key winning."""
-    records, _ = store.read_jsonl(Path(run_dir) / "results.jsonl")
+    return latest_results(store.read_jsonl(Path(run_dir) / "results.jsonl")[0])
+
+
+def latest_results(records: list[dict]) -> list[Result]:
+    """Records as Results, the last record of each key winning."""
     latest = {r.get("key") or id(r): Result.from_dict(r) for r in records}
     return list(latest.values())
 
@@ -272,8 +276,8 @@ def report_command(argv: list) -> int:
         check_gate_arguments(args)
     except discover.DiscoveryError as exc:
         return fail(str(exc))
-    _, torn = store.read_jsonl(path)
-    results = load_results(Path(args.dir))
+    records, torn = store.read_jsonl(path)
+    results = latest_results(records)
     report.write_tables(Path(args.dir), results)
     console = report.wide_console()
     if torn:

@@ -124,8 +124,10 @@ def find_pairs(problems: list[str], solutions: Optional[list[str]] = None, probl
     elif not problems:
         if not (roots and solutions):
             raise DiscoveryError("name a --problem, or give --problems-root with --solution, or a --manifest")
-        pairs = [Pair(problem.stem, problem, path.stem, path)
-                 for path in expand_solutions(solutions) for problem in [kernelbench_problem(path, roots[0])]]
+        pairs = []
+        for path in expand_solutions(solutions):
+            problem = kernelbench_problem(path, roots[0])
+            pairs.append(Pair(problem.stem, problem, path.stem, path))
     else:
         explicit = expand_solutions(solutions)
         pairs = []

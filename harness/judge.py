@@ -17,6 +17,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode  # imported ahead of the pair: it takes a while
 
 from harness import check, inputs as inputs_mod, timing
+from harness.builds import candidate_build_env
 from harness.config import PRECISIONS, tolerance_for
 from harness.judge_timing import PairTiming, reference_failures_are_crashes, release_cached_memory
 from harness.load import load_module
@@ -287,11 +288,6 @@ class PairJudge(PairTiming):
         except (TypeError, KeyError, ValueError):
             worker_peak = None
         self.result.peak_mem_mb = {"judge": round(timing.peak_memory_mb(self.device), 1), "worker": worker_peak}
-
-
-def candidate_build_env(build_dir: str) -> dict:
-    """Where a candidate's builds go: torch extensions, and Triton's cache kept per candidate too."""
-    return {"TORCH_EXTENSIONS_DIR": build_dir, "TRITON_CACHE_DIR": os.path.join(build_dir, "triton")}
 
 
 def gpu_name(device: torch.device):

@@ -103,12 +103,12 @@ class Result:
     peak_mem_mb: Optional[dict] = None
     precision: Optional[str] = None  # fp32, fp16 or bf16 (--precision)
     backend: Optional[str] = None  # triton, cuda, cpp or torch: from the source, and the runtime trace
-    phases_s: Optional[dict] = None
+    phases_s: Optional[dict] = None  # wall seconds of each judge phase, where the pair's time went
     # Provenance per record, so that tables rebuild from results.jsonl alone.
     torch_version: Optional[str] = None
     cuda_version: Optional[str] = None
     harness: Optional[str] = None  # git commit, or sha:<hash of harness/*.py> without a git checkout
-    finished_at: Optional[str] = None  # UTC, ISO 8601  # wall seconds of each judge phase, where the pair's time went
+    finished_at: Optional[str] = None  # UTC, ISO 8601
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:

@@ -12,16 +12,21 @@ from conftest import ROOT
 pytestmark = pytest.mark.gpu
 
 
+def import_file(path: str):
+    """Import a file of the repository as a module of its own."""
+    spec = importlib.util.spec_from_file_location(path.replace("/", "_").removesuffix(".py"), ROOT / path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def load_candidate(path: str):
     """Import a solution file (building its extension) and return its module."""
     if torch.cuda.is_available():
         major, minor = torch.cuda.get_device_capability()
         os.environ.setdefault("TORCH_CUDA_ARCH_LIST", f"{major}.{minor}")  # build for this GPU only: faster
     os.environ.setdefault("TORCH_EXTENSIONS_DIR", str(ROOT / ".cache" / "test_extensions"))
-    spec = importlib.util.spec_from_file_location(path.replace("/", "_").removesuffix(".py"), ROOT / path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return import_file(path)
 
 
 def special_values(dtype):
@@ -58,10 +63,8 @@ GEMMS = [("gemm_sigmoid_scaling_residualadd", lambda k, n: (k, n, 2.0)), ("matmu
 
 
 def reference_model(problem, init):
-    spec = importlib.util.spec_from_file_location(f"problem_{problem}", ROOT / "problems" / f"{problem}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.Model(*init)
+    """The problem's Model, built with `init`."""
+    return import_file(f"problems/{problem}.py").Model(*init)
 
 
 @pytest.mark.parametrize("problem,init_of", GEMMS)
