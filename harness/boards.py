@@ -20,7 +20,8 @@ LEADERBOARD_COLUMNS = [
     ("candidate_set", "the folder the candidate came from (solutions/<problem>/x.py: solutions)"),
     ("backend", "what the candidate computes with: triton, cuda, cpp or torch (its source, and the runtime trace)"),
     ("precision", "fp32, fp16 or bf16: the dtype of float inputs and weights (--precision)"),
-    ("status", "correct, incorrect, compile_error, runtime_error, timeout, crash or skipped"),
+    ("status", "correct, incorrect, compile_error, runtime_error, timeout, crash, skipped, or harness_error "
+               "(the harness failed, not the candidate)"),
     ("flags", "suspicious findings, ';'-separated (README: Statuses and flags)"),
     ("speedup", "median reference time / median candidate time"),
     ("speedup_ci_low", "bootstrap 95% confidence interval of the speedup, low end"),
@@ -49,7 +50,7 @@ AGGREGATE_COLUMNS = [
     *[(f"fast_{p:g}", f"share of the set's problems with a correct candidate of speedup > {p:g}") for p in FAST_P],
     ("geomean_speedup", "geometric mean speedup over those problems (best correct candidate of each)"),
 ]
-STATUS_ORDER = ["correct", "incorrect", "runtime_error", "timeout", "crash", "compile_error", "skipped"]
+STATUS_ORDER = ["correct", "incorrect", "runtime_error", "timeout", "crash", "compile_error", "skipped", "harness_error"]
 
 
 def candidate_set(result: Result) -> str:
@@ -98,6 +99,7 @@ def meta_harness(meta: dict) -> Optional[str]:
 def aggregates(board: pd.DataFrame) -> pd.DataFrame:
     """fast_p and the geometric mean speedup per candidate set (and `all`), best correct candidate per problem."""
     rows = []
+    board = board[board["status"] != "harness_error"]  # says nothing of the candidate
     for name, group in [*sorted(board.groupby("candidate_set")), ("all", board)]:
         problems = sorted(group["problem"].unique())
         correct = group[group["status"] == "correct"]
@@ -148,7 +150,7 @@ def cell(value, spec: str) -> str:
 
 def plot_speedups(board: pd.DataFrame) -> bytes:
     """Speedup of each correct candidate with its 95% CI; the line at 1 is the reference."""
-    correct = board[board["status"] == "correct"].iloc[::-1]
+    correct = board[(board["status"] == "correct") & board["speedup"].notna()].iloc[::-1]
     labels = [f"{p} / {c}" for p, c in zip(correct["problem"], correct["candidate"])]
 
     def draw(ax):

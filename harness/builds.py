@@ -8,6 +8,7 @@ The runner only calls `prebuild`, which starts this module as a process: the run
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -74,6 +75,17 @@ def prebuild(problem: str, problem_path: Path, solution: str, path: Path, source
     if verdict.get("status") in (Status.COMPILE_ERROR.value, Status.TIMEOUT.value):
         done.result = failure(problem, solution, Status(verdict["status"]), f"build stage: {verdict['error']}")
     return done
+
+
+def toolchain_root(cache_dir: Path, torch_version: str, cuda_version: Optional[str], gpu: str) -> Path:
+    """Builds are reused only by the same torch, CUDA and GPU: one folder of the build cache for each."""
+    toolchain = f"torch-{torch_version}-cuda-{cuda_version}-{gpu}"
+    return Path(cache_dir) / "".join(c if c.isalnum() or c in ".-" else "_" for c in toolchain)
+
+
+def source_folder(root: Path, source: str) -> Path:
+    """Where one candidate's extensions are built: a folder per content of its source."""
+    return Path(root) / hashlib.sha256(source.encode()).hexdigest()[:16]
 
 
 def candidate_build_env(build_dir: str) -> dict:

@@ -6,7 +6,10 @@ with an allow-list, so a reply can never make the judge import candidate code (a
 from __future__ import annotations
 
 import io
+import os
 import pickle
+import socket
+import struct
 from multiprocessing.connection import Client, Connection, Listener
 
 import torch
@@ -25,6 +28,13 @@ _ALLOWED = {
     "builtins": {"slice"},
     "collections": {"OrderedDict"},
 }
+
+
+MAX_REPLY_BYTES = 64 << 20  # replies carry tensors as handles: a few KB; more is a worker gone wrong
+
+
+class OversizedReply(OSError):
+    """The worker's reply is longer than MAX_REPLY_BYTES."""
 
 
 class UnsafeReply(pickle.UnpicklingError):
@@ -52,7 +62,25 @@ def connect(address: str, authkey: bytes) -> Connection:
     return Client(address, family="AF_UNIX", authkey=authkey)
 
 
+def bound_stalls(conn: Connection, seconds: float) -> None:
+    """A read or write on this connection that makes no progress for `seconds` raises BlockingIOError
+    (SO_RCVTIMEO, SO_SNDTIMEO): a peer that sends half a message, or stops reading, cannot hang us."""
+    value = struct.pack("ll", int(seconds), int((seconds % 1) * 1e6))
+    sock = socket.socket(fileno=os.dup(conn.fileno()))  # the same socket, through a descriptor of our own
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
+    finally:
+        sock.close()
+
+
 def recv_restricted(conn: Connection):
-    """Receive one reply from an untrusted peer."""
-    return RestrictedUnpickler(io.BytesIO(conn.recv_bytes())).load()
+    """Receive one reply from an untrusted peer (at most MAX_REPLY_BYTES)."""
+    try:
+        data = conn.recv_bytes(MAX_REPLY_BYTES)
+    except OSError as exc:
+        if "bad message length" in str(exc):
+            raise OversizedReply(f"over {MAX_REPLY_BYTES} bytes") from None
+        raise
+    return RestrictedUnpickler(io.BytesIO(data)).load()
 

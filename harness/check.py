@@ -62,8 +62,7 @@ def compare(ref: torch.Tensor, new: torch.Tensor, atol: float, rtol: float, chun
     compared in tens of milliseconds. The reason (counts, first index) is worked out only on failure.
     """
     if not (ref.is_floating_point() or ref.is_complex()):
-        equal = torch.equal(ref, new)
-        return Comparison(equal, None if equal else "integer output differs", 0.0 if equal else float("nan"), 0.0)
+        return exact_integer_comparison(ref, new)
     work = torch.promote_types(ref.dtype, torch.float32)
     suspects = torch.zeros((), dtype=torch.int64, device=ref.device)
     real = torch.zeros((), dtype=work).abs().dtype  # complex outputs: errors are magnitudes
@@ -81,6 +80,18 @@ def compare(ref: torch.Tensor, new: torch.Tensor, atol: float, rtol: float, chun
     if not int(suspects):
         return Comparison(True, None, float(max_abs), float(max_rel))
     return exact_comparison(ref, new, atol, rtol, chunk)
+
+
+def exact_integer_comparison(ref: torch.Tensor, new: torch.Tensor) -> Comparison:
+    """Integer and bool outputs must be equal, element for element (no float-only op touches them)."""
+    differs = ref != new
+    bad = int(differs.sum())
+    if not bad:
+        return Comparison(True, None, 0.0, 0.0)
+    first = tuple(int(i) for i in differs.nonzero()[0]) if ref.dim() else ()
+    reason = f"{bad} of {ref.numel()} elements differ ({ref.dtype} output, compared exactly; first at index {first})"
+    worst = float((ref.long() - new.long()).abs().max()) if ref.dtype != torch.bool else 1.0
+    return Comparison(False, reason, worst, 0.0)
 
 
 def exact_comparison(ref: torch.Tensor, new: torch.Tensor, atol: float, rtol: float, chunk: int) -> Comparison:
@@ -132,6 +143,21 @@ def normalized_error(x: torch.Tensor, truth: torch.Tensor, atol: float, rtol: fl
         ratio = (v - t).abs_().div_(t.abs().mul_(rtol).add_(atol))
         worst = torch.maximum(worst, ratio.nan_to_num_(nan=0.0, posinf=0.0).max())  # finite on both sides only
     return float(worst)
+
+
+def max_difference(a: torch.Tensor, b: torch.Tensor, chunk: int) -> float:
+    """The largest |a - b| between two runs' outputs: 0 where both are NaN or equal (infinities), infinite
+    where only one is NaN. Integer and bool outputs: 0 when equal, else 1."""
+    if not (a.is_floating_point() or a.is_complex()):
+        return 0.0 if torch.equal(a, b) else 1.0
+    work = torch.promote_types(a.dtype, torch.float32)
+    worst = 0.0
+    for _, x, y in chunks(a, b, chunk):
+        x, y = x.to(work), y.to(work)
+        diff = (x - y).abs().nan_to_num_(nan=float("inf"))
+        diff.masked_fill_((x == y) | (x.isnan() & y.isnan()), 0.0)
+        worst = max(worst, float(diff.max()))
+    return worst
 
 
 def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:

@@ -6,11 +6,14 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 from datetime import datetime
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.live import Live
+from rich.table import Table
 
 from harness import boards, discover, gate, report, runner, store
 from harness.config import ConfigError, build_config
@@ -30,8 +33,10 @@ EXAMPLES = """examples:
   python run.py report results/RUN                      rebuild the tables and plots of a run from results.jsonl
   python run.py compare results/OLD results/NEW         per-pair changes in status and speedup
 
-exit status: 0 the evaluation ran (whatever the verdicts); 1 --gate failed; 2 usage or config error.
-statuses: correct, incorrect, compile_error, runtime_error, timeout, crash, skipped (with the reason)."""
+exit status: 0 the evaluation ran (whatever the verdicts); 1 --gate failed; 2 usage or config error;
+             3 with --gate, the harness itself failed on a pair (harness_error): the run cannot vouch for it.
+statuses: correct, incorrect, compile_error, runtime_error, timeout, crash, skipped (with the reason);
+          harness_error is the harness's own failure, never the candidate's."""
 
 
 def run_parser() -> argparse.ArgumentParser:
@@ -130,20 +135,82 @@ def evaluate(args, argv: list) -> int:
 
 
 def run_with_progress(pairs: list, ctx, resume: bool, console: Console) -> list[Result]:
-    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
-    with Progress(*columns, console=console, transient=True) as progress:
-        task = progress.add_task("starting", total=len(pairs))
+    """Run the pairs with a live view: pairs done and left, and each running pair's stage and its time there."""
+    view = RunView(len(pairs))
 
-        def started(pair):
-            progress.update(task, description=f"judging {pair.problem}/{pair.solution}")
+    def finished(pair, result):
+        view.end(pair)
+        console.print(f"  {result.problem}/{result.solution}: {result.status}"
+                      + (f" ({result.error[:100]})" if result.status == "harness_error" and result.error else ""),
+                      highlight=False)
+        report.write_tables(ctx.run_dir, load_results(ctx.run_dir))
 
-        def finished(results):
-            progress.advance(task)
-            last = results[-1]
-            console.print(f"  {last.problem}/{last.solution}: {last.status}", highlight=False)
-            report.write_tables(ctx.run_dir, load_results(ctx.run_dir))
+    if not console.is_terminal:  # logs (CI, a remote run): no live view, but a line when a stage lasts long
+        with StallReporter(view, console):
+            return runner.run_pairs(pairs, ctx, resume, view.stage, finished)
+    with Live(view, console=console, refresh_per_second=2, transient=True):
+        return runner.run_pairs(pairs, ctx, resume, view.stage, finished)
 
-        return runner.run_pairs(pairs, ctx, resume, started, finished)
+
+class RunView:
+    """What runs now: pairs done and left, and per running pair its stage, time in that stage and in all."""
+
+    def __init__(self, total: int):
+        self.total, self.done = total, 0
+        self.started = time.monotonic()
+        self.running = {}  # (problem, solution) -> [stage, stage started, pair started]
+        self.lock = threading.Lock()
+
+    def stage(self, pair, stage: str) -> None:
+        now = time.monotonic()
+        with self.lock:
+            entry = self.running.setdefault((pair.problem, pair.solution), [stage, now, now])
+            entry[0], entry[1] = stage, now
+
+    def end(self, pair) -> None:
+        with self.lock:
+            self.running.pop((pair.problem, pair.solution), None)
+            self.done += 1
+
+    def rows(self) -> list:
+        """(pair name, stage, seconds in stage, seconds in all) of each running pair."""
+        now = time.monotonic()
+        with self.lock:
+            return [(f"{problem}/{solution}", stage, now - since, now - began)
+                    for (problem, solution), (stage, since, began) in sorted(self.running.items())]
+
+    def __rich__(self):
+        table = Table.grid(padding=(0, 2))
+        table.add_row(f"[bold]{self.done}/{self.total} pairs done, {self.total - self.done} left[/]", "",
+                      f"{time.monotonic() - self.started:.0f} s", "")
+        for name, stage, in_stage, in_all in self.rows():
+            table.add_row(f"  {name}", stage, f"{in_stage:.0f} s in stage", f"{in_all:.0f} s in all")
+        return table
+
+
+class StallReporter:
+    """On a console that is no terminal: a line for each stage that has lasted 60 s, then 120, 240, ..."""
+
+    def __init__(self, view: RunView, console: Console, first_s: float = 60.0, every_s: float = 5.0):
+        self.view, self.console, self.first_s, self.every_s = view, console, first_s, every_s
+        self.told = {}  # (pair, stage) -> seconds last reported
+        self.stop = threading.Event()
+
+    def __enter__(self):
+        threading.Thread(target=self.watch, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+
+    def watch(self) -> None:
+        while not self.stop.wait(self.every_s):
+            for name, stage, in_stage, in_all in self.view.rows():
+                last = self.told.get((name, stage), self.first_s / 2)
+                if in_stage >= 2 * last:
+                    self.told[(name, stage)] = in_stage
+                    self.console.print(f"  {name}: in stage '{stage}' for {in_stage:.0f} s ({in_all:.0f} s in all; "
+                                       f"{self.view.done}/{self.view.total} pairs done)", highlight=False)
 
 
 def load_results(run_dir: Path) -> list[Result]:
@@ -180,9 +247,15 @@ def publish(run_dir: Path, recorded: list[Result], results: list[Result], args) 
             out.write((Path(run_dir) / "summary.md").read_text() + "\n")
     if not args.gate:
         return 0
-    console = Console(stderr=True)
+    console, errors = Console(stderr=True), gate.harness_errors(results)
     for (problem, candidate), reason in sorted(failures.items()):
         console.print(f"gate: {problem}/{candidate}: {reason}", highlight=False, soft_wrap=True)
+    for (problem, candidate), reason in sorted(errors.items()):
+        console.print(f"gate: {problem}/{candidate}: HARNESS ERROR (not the candidate's): {reason}",
+                      highlight=False, soft_wrap=True)
+    if errors:  # the run cannot vouch for these pairs either way
+        console.print(f"gate: ERROR: the harness failed on {len(errors)} of {len(results)} pair(s)", highlight=False)
+        return 3
     console.print(f"gate: {'FAILED' if failures else 'passed'} ({len(failures)} of {len(results)} pair(s) failing)",
                   highlight=False)
     return 1 if failures else 0

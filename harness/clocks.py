@@ -64,3 +64,25 @@ def reason_names(nvml, mask: int) -> list:
             if isinstance(bit, int) and bit and mask & bit == bit:
                 names.append(attr.removeprefix("nvmlClocksEventReason"))
     return sorted(set(names))
+
+
+def gpu_memory_of_groups(device_index: int, groups: list) -> Optional[list]:
+    """GPU memory (bytes) held on one GPU by the processes of each process group in `groups` (NVML's
+    per-process figures), or None where NVML cannot say (no driver, no package, a PID namespace)."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(nvml_index(device_index))
+        processes = pynvml.nvmlDeviceGetComputeRunningProcesses(handle)
+    except Exception:
+        return None
+    held = [0] * len(groups)
+    for process in processes:
+        try:
+            group = os.getpgid(process.pid)
+        except (ProcessLookupError, PermissionError):
+            continue
+        if group in groups and process.usedGpuMemory is not None:
+            held[groups.index(group)] += process.usedGpuMemory
+    return held if any(held) else None  # no process found: NVML sees other PIDs than ours

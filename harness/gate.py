@@ -39,14 +39,20 @@ def gate_failures(results: list[Result], min_speedup: Optional[float] = None,
                   baseline: Optional[dict] = None) -> dict:
     """{(problem, candidate): reason} for every pair that fails the gate.
 
-    A pair fails when it is not correct, when its speedup is under min_speedup, or when it is slower than
-    its baseline speedup beyond both confidence intervals (its CI's high end under the baseline's low end).
+    A pair fails when it is not correct, when its speedup is one the judge's own clock contradicts
+    (timer_tampering), when its speedup is under min_speedup, or when it is slower than its baseline speedup
+    beyond both confidence intervals (its CI's high end under the baseline's low end). A harness_error is
+    the run's failure, not the candidate's: see harness_errors.
     """
     failures = {}
     for r in results:
         key = (r.problem, r.solution)
+        if r.status == "harness_error":
+            continue
         if r.status != "correct":
             failures[key] = f"{r.status}: {r.error or 'no reason given'}"
+        elif "timer_tampering" in r.flags:
+            failures[key] = "timer_tampering: its reported times disagree with the judge's own clock"
         elif min_speedup is not None and (r.speedup or 0.0) < min_speedup:
             failures[key] = f"speedup {r.speedup:.3f} is under the minimum {min_speedup:g}"
         elif baseline and key in baseline and is_number(baseline[key]["speedup_ci_low"]) \
@@ -58,20 +64,30 @@ def gate_failures(results: list[Result], min_speedup: Optional[float] = None,
     return failures
 
 
+def harness_errors(results: list[Result]) -> dict:
+    """{(problem, candidate): reason} for every pair the harness itself failed to judge."""
+    return {(r.problem, r.solution): r.error or "no reason given" for r in results if r.status == "harness_error"}
+
+
 def is_number(value) -> bool:
     return isinstance(value, (int, float)) and not math.isnan(value)
 
 
 def junit_xml(results: list[Result], failures: dict) -> str:
-    """JUnit XML: one testcase per pair (classname = problem, name = candidate), failure text = the reason."""
+    """JUnit XML: one testcase per pair (classname = problem, name = candidate), failure text = the reason;
+    a pair the harness failed to judge is an <error>, not a <failure>."""
+    errors = harness_errors(results)
     suite = ElementTree.Element("testsuite", name="kernel-harness", tests=str(len(results)),
-                                failures=str(len(failures)), errors="0",
+                                failures=str(len(failures)), errors=str(len(errors)),
                                 time=f"{sum(r.wall_s or 0.0 for r in results):.3f}")
     for r in sorted(results, key=lambda r: (r.problem, r.solution)):
         case = ElementTree.SubElement(suite, "testcase", classname=r.problem, name=r.solution,
                                       time=f"{r.wall_s or 0.0:.3f}")
         reason = failures.get((r.problem, r.solution))
-        if reason:
+        if (r.problem, r.solution) in errors:
+            error = ElementTree.SubElement(case, "error", message=errors[(r.problem, r.solution)][:500], type=r.status)
+            error.text = errors[(r.problem, r.solution)]
+        elif reason:
             failure = ElementTree.SubElement(case, "failure", message=reason[:500], type=r.status)
             failure.text = reason
         elif r.speedup is not None:

@@ -22,6 +22,13 @@ def clone_tensors(values: list) -> list:
     return [x.clone() if isinstance(x, torch.Tensor) else x for x in values]
 
 
+def indexed(device: torch.device) -> torch.device:
+    """cuda -> cuda:N (the current GPU): torch.cuda.set_device and NVML need an index."""
+    if device.type == "cuda" and device.index is None:
+        return torch.device("cuda", torch.cuda.current_device())
+    return device
+
+
 def to_device(x, device: torch.device):
     """Move tensors to the device; leave other values alone."""
     return x.to(device) if isinstance(x, torch.Tensor) else x

@@ -11,20 +11,24 @@ import os
 import re
 import sys
 import time
+import traceback
 from pathlib import Path
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode  # imported ahead of the pair: it takes a while
 
-from harness import check, inputs as inputs_mod, timing
+from harness import check, inputs as inputs_mod, roofline, timing
 from harness.builds import candidate_build_env
 from harness.config import PRECISIONS, tolerance_for
-from harness.judge_timing import PairTiming, reference_failures_are_crashes, release_cached_memory
+from harness import clocks
+from harness.judge_timing import PairTiming, release_cached_memory
 from harness.load import load_module
 from harness.records import WORKER_STATUSES, Result, Status, Verdict, failure, first_compiler_error, one_line
 from harness.procs import adopt_orphans, kill_orphans, make_undumpable, my_children
 from harness.sandbox import Sandbox, WorkerFailure
 
+NONDETERMINISM_RATIO = 4.0  # run-to-run spread beyond this many times the reference's own: nondeterministic
+OUT_OF_MEMORY = re.compile(r"OutOfMemoryError|out of memory", re.I)
 # Messages that mean "this needs a GPU", not "this is broken", when running on the CPU.
 NO_CUDA = re.compile(r"not compiled with CUDA|CUDA_HOME|no CUDA GPUs|NVIDIA driver|cuda_runtime|nvcc|"
                      r"Cannot access accelerator|CUDA (driver|runtime|support|is not available)", re.I)
@@ -33,9 +37,11 @@ NO_CUDA = re.compile(r"not compiled with CUDA|CUDA_HOME|no CUDA GPUs|NVIDIA driv
 class PairJudge(PairTiming):
     """Judges one (problem, candidate) pair on one device: correctness here, timing in PairTiming."""
 
-    def __init__(self, job: dict, workers: tuple, helpers: frozenset):
+    def __init__(self, job: dict, workers: tuple, helpers: frozenset, report=None):
         self.job, self.cfg = job, job["config"]
-        self.device = torch.device(job["device"])
+        self.report = report  # the runner's pipe: each stage is announced there (Reporter.send)
+        self.stage = "start"
+        self.device = inputs_mod.indexed(torch.device(job["device"]))
         # --precision: float inputs and both models' weights in this dtype (None: as the problem makes them).
         self.dtype = None if self.cfg["precision"] == "fp32" else getattr(torch, PRECISIONS[self.cfg["precision"]])
         self.result = Result(problem=job["problem"], solution=job["solution"], status=Status.CORRECT.value,
@@ -44,7 +50,7 @@ class PairJudge(PairTiming):
         self.helpers = helpers  # our own children that are no orphans (torch's shared-memory manager)
         self.truth_model = None
         self.flops = self.bytes_moved = 0
-        self.ref_out_example = None
+        self.compute_dtype = torch.float32  # what the roofline's peaks are measured in
 
     # -- the reference side ------------------------------------------------------------------------
 
@@ -80,6 +86,8 @@ class PairJudge(PairTiming):
                     out = self.model(*inputs)
                 self.flops = counter.get_total_flops()
                 return out
+        except torch.OutOfMemoryError:
+            raise  # whose memory it was is decided in run()
         except Exception as exc:
             raise Verdict(Status.RUNTIME_ERROR, f"problem's forward raised {type(exc).__name__}: {exc}") from None
 
@@ -112,7 +120,7 @@ class PairJudge(PairTiming):
                  (self.ref_sandbox, self.job["problem_path"], self.problem_source, "Model"))
         # Only the candidate gets the build folders (and the lock, held until ModelNew is built).
         self.sandbox.greet(str(self.device), self.cfg["cold_cache"], {**env, **candidate_build_env(self.job["build_dir"])})
-        with reference_failures_are_crashes():
+        with self.reference_side():
             self.ref_sandbox.greet(str(self.device), self.cfg["cold_cache"], env)
         state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}  # a copy: ours stays private
         for op, timeout, args in (
@@ -123,11 +131,13 @@ class PairJudge(PairTiming):
                 ("construct", self.cfg["timeout"] + self.cfg["compile_timeout"], lambda *_: dict(
                     init_args=self.init_args, init_seed=self.cfg["init_seed"], state_dict=state,
                     dtype=None if self.dtype is None else str(self.dtype).removeprefix("torch.")))):
-            for sandbox, path, source, name in sides:
-                sandbox.send(op, **args(path, source, name))
-            reply = self.expect_ok(self.sandbox.receive(op, timeout), self.sandbox)
-            with reference_failures_are_crashes():
-                self.expect_ok(self.ref_sandbox.receive(op, timeout), self.ref_sandbox)
+            (candidate, *_), (reference, *_) = sides
+            candidate.send(op, **args(*sides[0][1:]))
+            with self.reference_side():
+                reference.send(op, **args(*sides[1][1:]))
+            reply = self.expect_ok(candidate.receive(op, timeout), candidate)
+            with self.reference_side():
+                self.expect_ok(reference.receive(op, timeout), reference)
         self.result.compile_s = round(float(reply["build_s"]), 3)
 
     def expect_ok(self, reply, sandbox: Sandbox | None = None):
@@ -155,6 +165,31 @@ class PairJudge(PairTiming):
             raise Verdict(Status.INCORRECT, problem)
         return reply
 
+    @contextlib.contextmanager
+    def reference_side(self):
+        """The reference's worker runs trusted code: its failure is the harness's (harness_error), unless it ran
+        out of GPU memory that the candidate's worker was holding (then it is the candidate's runtime_error)."""
+        try:
+            yield
+        except (Verdict, WorkerFailure) as exc:
+            message = f"the reference's timing worker failed: {exc}"
+            raise self.blame_for_memory(message) or Verdict(Status.HARNESS_ERROR, message) from None
+
+    def blame_for_memory(self, message: str):
+        """A runtime_error Verdict for the candidate when the reference side ran out of GPU memory while the
+        candidate's worker held over twice the reference worker's memory (plus 1 GiB); else None."""
+        if self.device.type != "cuda" or not OUT_OF_MEMORY.search(message):
+            return None
+        held = clocks.gpu_memory_of_groups(self.device.index or 0, [self.sandbox.proc.pid, self.ref_sandbox.proc.pid])
+        if held is None:  # NVML cannot say per process here: the harness cannot blame anyone
+            return None
+        candidate, reference = held
+        if candidate <= 2 * reference + 2**30:
+            return None
+        return Verdict(Status.RUNTIME_ERROR, f"the candidate's worker held {candidate / 2**30:.1f} GiB of GPU memory "
+                                             f"(the reference's {reference / 2**30:.1f} GiB) when the reference side "
+                                             f"ran out of memory: {message}")
+
     # -- correctness -------------------------------------------------------------------------------
 
     def check_correctness(self) -> None:
@@ -169,7 +204,7 @@ class PairJudge(PairTiming):
                 ref_out = self.reference(inputs, count_flops=trial == 0)
             if trial == 0:
                 self.bytes_moved = inputs_mod.nbytes(inputs) + param_bytes(self.model) + inputs_mod.nbytes(ref_out)
-                self.ref_out_example = [torch.empty(0, dtype=t.dtype) for t in check.items(ref_out)]
+                self.compute_dtype = roofline.compute_dtype(inputs, model_tensors(self.model), check.items(ref_out))
             truth = self.truth(inputs, ref_out)
             try:
                 with self.phase("correctness.candidate"):
@@ -197,6 +232,8 @@ class PairJudge(PairTiming):
         try:
             return inputs_mod.make_inputs(self.problem, seed, self.device,
                                           self.cfg["wide_input_scale"] if wide else None, self.dtype)
+        except torch.OutOfMemoryError:
+            raise  # whose memory it was is decided in run()
         except Exception as exc:
             raise Verdict(Status.RUNTIME_ERROR, f"problem's get_inputs() failed: {type(exc).__name__}: {exc}") from None
 
@@ -218,6 +255,8 @@ class PairJudge(PairTiming):
     def truth_errors(self, truth, ref_out, new_items, ref_err: float, new_err: float):
         """Running maxima of the reference's and the candidate's normalized error against float64."""
         for t, ref, new in zip(check.items(truth), check.items(ref_out), new_items):
+            if not ref.is_floating_point():  # integer and bool outputs are exact: no error to measure
+                continue
             tol = self.tolerance(ref)
             args = (tol["atol"], tol["rtol"], self.cfg["compare_chunk_elems"])
             ref_err = max(ref_err, check.normalized_error(ref, t, *args))
@@ -235,14 +274,26 @@ class PairJudge(PairTiming):
         if reply.get("aliases_input") or check.aliases_input(reply["items"], shared, inputs):
             self.result.flags.append("output_aliases_input")
         again = self.run_candidate(shared, ref_out)
-        if not all(check.same_bits(a, b) for a, b in zip(reply["items"], again["items"])):
+        if all(check.same_bits(a, b) for a, b in zip(reply["items"], again["items"])):
+            return
+        chunk = self.cfg["compare_chunk_elems"]
+        spread = max(check.max_difference(a, b, chunk) for a, b in zip(reply["items"], again["items"]))
+        ref_again = self.reference(inputs)  # only now: most candidates give the same bits twice
+        ref_spread = max(check.max_difference(a, b, chunk) for a, b in zip(check.items(ref_out), check.items(ref_again)))
+        del ref_again
+        if spread > NONDETERMINISM_RATIO * ref_spread:  # cuDNN's own run-to-run differences are no finding
             self.result.flags.append("nondeterministic")
 
     # -- the whole pair ----------------------------------------------------------------------------
 
     @contextlib.contextmanager
     def phase(self, name: str):
-        """Record the wall seconds of one phase of the pair in `phases_s` (for throughput work)."""
+        """Record the wall seconds of one phase of the pair in `phases_s` (for throughput work); a top-level
+        phase is a stage of the pair, announced to the runner (which holds each stage to a deadline)."""
+        if "." not in name:
+            self.stage = name
+            if self.report is not None:
+                self.report.send(stage=name)
         if self.device.type == "cuda":  # GPU work is asynchronous: charge it to the phase that queued it
             torch.cuda.synchronize(self.device)
         started = timing.now_ns()
@@ -265,14 +316,25 @@ class PairJudge(PairTiming):
                 self.check_correctness()
             self.time_pair()
         except Verdict as verdict:
-            self.result.status, self.result.error = verdict.status.value, one_line(verdict.error)
-            self.result.flags += verdict.flags
+            self.end_with(verdict)
         except WorkerFailure as failure_:
-            self.result.status, self.result.error = failure_.status, one_line(str(failure_))
+            self.end_with(Verdict(Status(failure_.status), str(failure_)))
+        except torch.OutOfMemoryError as exc:  # in this process: the reference's outputs, inputs or checks
+            message = f"the judge ran out of GPU memory in stage '{self.stage}': {exc}"
+            self.end_with(self.blame_for_memory(message) or Verdict(Status.HARNESS_ERROR, message))
+        except Exception as exc:  # the harness's own failure, never the candidate's status
+            traceback.print_exc()
+            self.end_with(Verdict(Status.HARNESS_ERROR, f"harness error in stage '{self.stage}': "
+                                                        f"{type(exc).__name__}: {exc} (traceback in the judge log)"))
         finally:
             with self.phase("finish"):
                 self.finish()
         return self.result
+
+    def end_with(self, verdict: Verdict) -> None:
+        """The pair's status, reason and flags from the verdict that ended it."""
+        self.result.status, self.result.error = verdict.status.value, one_line(verdict.error)
+        self.result.flags += verdict.flags
 
     def finish(self) -> None:
         """Stop the worker, keep its output, and record peak memory of both processes."""
@@ -294,11 +356,16 @@ def gpu_name(device: torch.device):
     return torch.cuda.get_device_name(device) if device.type == "cuda" else None
 
 
+def model_tensors(model) -> list:
+    """A model's parameters and buffers (none for a model that is not an nn.Module)."""
+    if not isinstance(model, torch.nn.Module):
+        return []
+    return list(model.parameters()) + list(model.buffers())
+
+
 def param_bytes(model) -> int:
     """Bytes of a model's parameters and buffers (the weights a kernel must read)."""
-    if not isinstance(model, torch.nn.Module):
-        return 0
-    return sum(t.numel() * t.element_size() for t in list(model.parameters()) + list(model.buffers()))
+    return sum(t.numel() * t.element_size() for t in model_tensors(model))
 
 
 def free_memory(device: torch.device) -> int:
@@ -312,7 +379,8 @@ def free_memory(device: torch.device) -> int:
 
 
 def main() -> None:
-    """Judge the pair whose job arrives on stdin; write its Result, as JSON, to the original stdout.
+    """Judge the pair whose job arrives on stdin; report its stages and its Result, as JSON lines, on the
+    original stdout (the runner's pipe).
 
     Nothing of the job touches the disk (the per-run secret that seeds the trials is in it), this
     process is made non-dumpable (other processes of this user cannot read its memory or open its
@@ -320,6 +388,8 @@ def main() -> None:
     """
     make_undumpable()
     adopt_orphans()
+    report = Reporter(os.dup(1))  # dup'd descriptors are not inherited by the workers
+    os.dup2(2, 1)  # anything printed from here on goes to the log, never into the protocol
     # The runner starts judges ahead of their pairs: the first line gives the run's config, and both
     # workers start (importing torch) while this process waits for its pair on the second line.
     start = json.loads(sys.stdin.readline())
@@ -344,20 +414,32 @@ def main() -> None:
         os._exit(0)
     job = json.loads(line)
     waited_s = max(0.0, time.time() - job.get("sent_at", time.time()))  # for a judge still starting up
-    result_fd = os.dup(1)
-    os.dup2(2, 1)  # anything printed from here on goes to the log, not into the result
+    report.send(workers=[w.proc.pid for w in workers])  # each leads its own process group
     torch.backends.cuda.matmul.allow_tf32 = False  # the reference in full float32
     torch.backends.cudnn.allow_tf32 = False
     try:
-        judge = PairJudge(job, workers, helpers)
+        judge = PairJudge(job, workers, helpers, report)
         judge.result.phases_s = {"judge_start": round(waited_s, 3)}
         result = judge.run()
-    except Exception as exc:  # a judge bug still yields a Result, never a silent pair
-        result = failure(job["problem"], job["solution"], Status.CRASH, f"judge error: {type(exc).__name__}: {exc}")
-    with os.fdopen(result_fd, "w") as out:
-        out.write(json.dumps(result.to_dict()))
+    except Exception as exc:  # a bug before the pair began still yields a Result, never a silent pair
+        traceback.print_exc()
+        result = failure(job["problem"], job["solution"], Status.HARNESS_ERROR,
+                         f"harness error: {type(exc).__name__}: {exc} (traceback in the judge log)")
+    report.send(result=result.to_dict())
     sys.stdout.flush()
     os._exit(0)  # skip CUDA IPC teardown races at interpreter exit
+
+
+class Reporter:
+    """The judge's side of the runner's pipe: one JSON object per line, written whole."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+
+    def send(self, **message) -> None:
+        data = (json.dumps(message) + "\n").encode()
+        while data:
+            data = data[os.write(self.fd, data):]
 
 
 if __name__ == "__main__":

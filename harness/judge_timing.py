@@ -2,7 +2,6 @@
 then statistics, roofline figures, clocks and the timing flags. Mixed into PairJudge."""
 from __future__ import annotations
 
-import contextlib
 import random
 import re
 import statistics
@@ -13,13 +12,12 @@ import torch
 
 from harness import check, inputs as inputs_mod, roofline, stats, timing
 from harness.clocks import ClockMonitor
+from harness.judges import CONFIRM_PAUSE_S, CONFIRM_ROUNDS  # part of the timing stage's deadline there
 from harness.records import Status, Verdict, one_line
-from harness.sandbox import WorkerFailure
 
 
 TIMED_CHECK_SHARE = 0.1  # share of timing rounds whose candidate output is checked (secretly chosen), plus the last
 TAMPER_SHARE, TAMPER_SLACK_MS = 0.1, 0.2  # time a worker may leave unexplained beyond the reference's
-CONFIRM_PAUSE_S, CONFIRM_ROUNDS = 2.0, 10  # timer_tampering must show again in this many rounds after this pause
 ROUND_SEED_OFFSET = 1000  # timing rounds draw their inputs from trial seeds past the correctness trials'
 
 
@@ -50,7 +48,7 @@ class PairTiming:
         private = self.make_inputs(cfg["trials"] + cfg["wide_trials"], wide=False)
         release_cached_memory(self.device)
         with self.phase("timing_setup.prepare"):
-            with reference_failures_are_crashes():
+            with self.reference_side():
                 ref_method, ref_batch = self.prepare_side(self.ref_sandbox, private)
             self.result.ref_timer, self.result.ref_batch = ref_method, ref_batch
             self.result.new_timer, self.result.new_batch = self.prepare_side(self.sandbox, private)
@@ -68,7 +66,7 @@ class PairTiming:
         ref_judged, new_judged = [], []  # the judge's own wall clock (ms) around each timing request
 
         def ref_sample() -> float:
-            with reference_failures_are_crashes():
+            with self.reference_side():
                 started = timing.now_ns()
                 ms, wall = plausible_sample(self.expect_ok(self.ref_sandbox.request("time", cfg["timeout"])))
                 ref_judged.append((timing.now_ns() - started) / 1e6)
@@ -158,15 +156,16 @@ class PairTiming:
         the CPU, where a compiled extension's own loops leave no trace: every torch operator it computes
         with is one the reference uses. A candidate that computes nothing traceable is not flagged.
         """
-        for box in (self.ref_sandbox, self.sandbox):  # both at once: the profiler is slow to start
-            box.send("trace")
-        with reference_failures_are_crashes():
+        with self.reference_side():  # both at once: the profiler is slow to start
+            self.ref_sandbox.send("trace")
+        self.sandbox.send("trace")
+        with self.reference_side():
             ref_reply = self.ref_sandbox.receive("trace", self.cfg["timeout"])
         new_reply = self.sandbox.receive("trace", self.cfg["timeout"])
         try:  # a profiler that cannot start (no CUPTI, say) leaves the flag unset; it blames no one
             ref, new = self.expect_ok(ref_reply), self.expect_ok(new_reply)
         except Verdict as verdict:
-            if verdict.status == Status.CRASH:
+            if verdict.status in (Status.CRASH, Status.HARNESS_ERROR):
                 raise
             return False
         try:
@@ -187,9 +186,10 @@ class PairTiming:
             self.round_inputs = self.make_inputs(ROUND_SEED_OFFSET + index, wide=False)
             # The reference's worker (trusted) copies from our own tensors; the candidate's gets a copy of
             # them, since it could write into what it is sent, and we check its output against round_inputs.
-            self.ref_sandbox.send("refresh_timing_inputs", inputs=self.round_inputs)
+            with self.reference_side():
+                self.ref_sandbox.send("refresh_timing_inputs", inputs=self.round_inputs)
             self.sandbox.send("refresh_timing_inputs", inputs=inputs_mod.clone_tensors(self.round_inputs))
-            with reference_failures_are_crashes():
+            with self.reference_side():
                 self.expect_ok(self.ref_sandbox.receive("refresh_timing_inputs", self.cfg["timeout"]))
             self.expect_ok(self.sandbox.receive("refresh_timing_inputs", self.cfg["timeout"]))
             release_cached_memory(self.device, only_when_short=True)
@@ -218,7 +218,7 @@ class PairTiming:
         if {r.ref_timer, r.new_timer} != {"cuda_graph", "batched_events"}:
             return
         if r.ref_timer == "cuda_graph":
-            with reference_failures_are_crashes():
+            with self.reference_side():
                 r.ref_timer, r.ref_batch = self.prepare_again(self.ref_sandbox)
         else:
             r.new_timer, r.new_batch = self.prepare_again(self.sandbox)
@@ -260,8 +260,7 @@ class PairTiming:
     def record_roofline(self) -> None:
         """Percent of speed of light for both sides; a candidate faster than the floor is flagged."""
         r = self.result
-        dtype = check.items(self.ref_out_example)[0].dtype if self.ref_out_example is not None else torch.float32
-        peaks = roofline.device_peaks(self.device, dtype, Path(self.job["peaks_dir"]))
+        peaks = roofline.device_peaks(self.device, self.compute_dtype, Path(self.job["peaks_dir"]))
         r.floor_ms = roofline.floor_ms(self.bytes_moved, self.flops, peaks)
         r.sol_pct, r.ref_sol_pct = roofline.sol_pct(r.floor_ms, r.new_ms), roofline.sol_pct(r.floor_ms, r.ref_ms)
         if r.new_ms < roofline.BELOW_FLOOR * r.floor_ms:
@@ -281,15 +280,6 @@ class PairTiming:
         except Exception as exc:  # a baseline that cannot compile is reported, never fatal
             self.result.compiled_ms = None
             self.result.compiled_error = one_line(f"{type(exc).__name__}: {exc}", 200)
-
-
-@contextlib.contextmanager
-def reference_failures_are_crashes():
-    """The reference's worker runs trusted code: its failure is the harness's, a crash, never the candidate's."""
-    try:
-        yield
-    except (Verdict, WorkerFailure) as exc:
-        raise Verdict(Status.CRASH, f"the reference's timing worker failed: {exc}") from None
 
 
 def median_abs_deviation(values: list) -> float:

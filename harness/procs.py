@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import time
 from pathlib import Path
 
 
@@ -40,12 +41,14 @@ def my_children() -> dict[int, str]:
     return children
 
 
-def kill_orphans(spare: frozenset = frozenset(), rounds: int = 5) -> int:
+def kill_orphans(spare: frozenset = frozenset(), rounds: int = 5, wait_s: float = 10.0) -> int:
     """SIGKILL every child of this process but `spare` (our own helpers); how many were alive.
 
     Children already dead (zombies: processes the group kill ended, then handed to us) are only reaped.
+    Reaping never blocks for more than `wait_s` in all: a process stuck in the kernel (a GPU driver call)
+    is left behind rather than holding up the pair.
     """
-    killed = 0
+    killed, deadline = 0, time.monotonic() + wait_s
     for _ in range(rounds):
         children = {pid: state for pid, state in my_children().items() if pid not in spare}
         if not children:
@@ -55,7 +58,19 @@ def kill_orphans(spare: frozenset = frozenset(), rounds: int = 5) -> int:
                 if state != "Z":
                     os.kill(pid, signal.SIGKILL)
                     killed += 1
-                os.waitpid(pid, 0)
-            except (ProcessLookupError, ChildProcessError):
+            except ProcessLookupError:
                 pass
+        for pid in children:
+            reap(pid, deadline)
     return killed
+
+
+def reap(pid: int, deadline: float) -> None:
+    """waitpid without blocking past `deadline`."""
+    while True:
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0] or time.monotonic() > deadline:
+                return
+        except ChildProcessError:
+            return
+        time.sleep(0.01)

@@ -14,7 +14,8 @@ CSV_COLUMNS = ["problem", "solution", "status", "flags", "speedup", "speedup_ci_
                "ref_ms", "new_ms", "max_abs_err", "max_rel_err", "gbps", "tflops", "sol_pct", "ref_sol_pct",
                "compile_s", "wall_s", "device", "gpu", "error"]
 STATUS_STYLE = {"correct": "green", "incorrect": "red", "compile_error": "magenta", "runtime_error": "red",
-                "timeout": "yellow", "crash": "bold red", "skipped": "dim"}
+                "timeout": "yellow", "crash": "bold red", "skipped": "dim",
+                "harness_error": "bold yellow on red"}
 
 
 def speedups_frame(results: list[Result]) -> pd.DataFrame:

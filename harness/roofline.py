@@ -16,6 +16,17 @@ from harness.timing import Timer
 BELOW_FLOOR = 0.95  # a time under 95% of the roofline floor is faster than the hardware allows
 
 
+def compute_dtype(*groups) -> torch.dtype:
+    """The dtype a pair computes in, for its peaks: the first floating dtype among the tensors of `groups`
+    (inputs, then weights, then outputs), else float32. Never an integer dtype: an argmax's int64 output
+    says nothing of the rate its float inputs are read at (and CUDA has no int64 matmul to measure)."""
+    for group in groups:
+        for t in group:
+            if isinstance(t, torch.Tensor) and t.is_floating_point():
+                return t.dtype
+    return torch.float32
+
+
 def measure_ms(fn, device: torch.device, repeats: int) -> float:
     """Best milliseconds of fn (CUDA events on a GPU, a wall clock on the CPU), after one warm-up: a peak."""
     timer = Timer(device, cold_cache=False)

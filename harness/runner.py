@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import platform
 import queue
 import secrets
@@ -17,7 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Optional
 
-from harness import builds, discover, store
+from harness import builds, discover, judges, store
 from harness.config import config_hash
 from harness.records import Result, Status, failure
 from harness.procs import make_undumpable
@@ -31,18 +30,6 @@ print(json.dumps({"torch": torch.__version__, "cuda_version": torch.version.cuda
                   "capabilities": ["%d.%d" % torch.cuda.get_device_capability(i)
                                    for i in range(torch.cuda.device_count())] if cuda else []}))
 """
-
-
-# Judge and workers (which inherit this) must time alike on the CPU:
-# - idle OpenMP threads sleep, not spin: the processes take turns on the same cores, and one's spinning
-#   threads would slow the other's timed calls;
-# - glibc's malloc gets fixed thresholds: by default they move with each process's allocation history,
-#   so one process's outputs come from recycled heap and the other's from fresh pages it must fault in
-#   (seen here: an A/A pair on a 2-core machine off by 2-3% every run, a tie with these settings).
-JUDGE_ENV = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "MALLOC_MMAP_THRESHOLD_": str(32 << 20),
-             "MALLOC_TRIM_THRESHOLD_": str(1 << 30)}
-JUDGE_ENV.update({k: os.environ[k] for k in ("OMP_WAIT_POLICY", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")
-                  if k in os.environ})  # the user's own settings win
 
 
 class UsageError(ValueError):
@@ -75,9 +62,10 @@ def probe_environment() -> dict:
 
 
 def resolve_device(requested: str, env: dict) -> str:
-    """auto -> cuda when a GPU is visible, else cpu; a CUDA request without a GPU is a usage error."""
+    """auto -> cuda:0 when a GPU is visible, else cpu; cuda -> cuda:0; a CUDA request without a GPU is a
+    usage error. Always an indexed device: workers call torch.cuda.set_device, which needs one."""
     if requested == "auto":
-        return "cuda" if env["cuda_available"] else "cpu"
+        requested = "cuda" if env["cuda_available"] else "cpu"
     if requested.startswith("cuda"):
         if not env["cuda_available"]:
             raise UsageError(f"--device {requested}: no CUDA GPU is visible here (torch {env['torch']}); use --device cpu")
@@ -169,22 +157,17 @@ def skip_for_device(pair: discover.Pair, source: str, device: str) -> Optional[R
     return failure(pair.problem, pair.solution, Status.SKIPPED, f"{reason}; device is {device}")
 
 
-def judge_timeout(cfg: dict) -> float:
-    """A ceiling on a whole judge process: build, every request and the timing caps, with room to spare."""
-    requests = 2 * (cfg["trials"] + cfg["wide_trials"]) + 8
-    return cfg["compile_timeout"] + cfg["timeout"] * requests + 2 * cfg["max_timing_s"] + 120
-
-
 def evaluate_pair(pair: discover.Pair, source: Optional[str], early: Optional[Result], key: str,
                   ctx: RunContext, prebuilt: Optional[builds.Prebuilt] = None,
-                  starter: Optional[JudgeStarter] = None) -> Result:
+                  starter: Optional[judges.JudgeStarter] = None,
+                  on_stage: Callable[[str], None] = lambda stage: None) -> Result:
     """Judge one pair in its own process (unless `early` or its build stage already ended it); one Result."""
     started = time.monotonic()
     if early is None and prebuilt is not None and prebuilt.result is not None:  # its build failed
         early = failure(pair.problem, pair.solution, Status(prebuilt.result.status), prebuilt.result.error)
     if early is None:
         early = skip_for_device(pair, source, ctx.device)
-    result = early or run_judge(pair, source, ctx, starter)
+    result = early or run_judge(pair, source, ctx, starter, on_stage)
     if prebuilt is not None:
         prebuilt.add_to(result)
     result.backend = result.backend or (discover.backend_of(source) if source else None)
@@ -201,59 +184,9 @@ def evaluate_pair(pair: discover.Pair, source: Optional[str], early: Optional[Re
     return result
 
 
-class JudgeStarter:
-    """Starts judge processes, ahead of their pairs on GPU runs: each imports torch, starts its two
-    workers, and starts CUDA and the profiler on its GPU while the pair before it runs there, so that
-    a pair does not wait for any of that. `ahead` judges wait per GPU. (Not on the CPU, where a process
-    starting up would disturb the timings of the pair that runs.)"""
-
-    def __init__(self, ctx: RunContext, devices: tuple, ahead: int):
-        self.ctx, self.ahead, self.count = ctx, ahead, 0
-        self.lock = threading.Lock()
-        self.ready = {device: [self.start(device) for _ in range(ahead)] for device in devices}
-
-    def start(self, device: Optional[str]) -> tuple[subprocess.Popen, Path]:
-        """A judge process, given the run's config; its log is renamed after its pair once it has one."""
-        log_dir = self.ctx.run_dir / "logs"
-        log_dir.mkdir(parents=True, exist_ok=True)
-        with self.lock:
-            self.count += 1
-            log_path = log_dir / f"judge-{os.getpid()}-{self.count}.log"
-        with open(log_path, "w") as log:
-            proc = subprocess.Popen([sys.executable, "-m", "harness.judge"], cwd=ROOT, env=JUDGE_ENV,
-                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
-        warm_device = device if self.ahead and device and device.startswith("cuda") else None
-        proc.stdin.write(json.dumps({"config": self.ctx.config, "warm_device": warm_device}) + "\n")
-        proc.stdin.flush()
-        return proc, log_path
-
-    def take(self, device: str) -> tuple[subprocess.Popen, Path]:
-        """A started judge for this device (and another one started in its place)."""
-        with self.lock:
-            waiting = self.ready.get(device, [])
-            taken = waiting.pop(0) if waiting else None
-        if self.ahead:
-            replacement = self.start(device)
-            with self.lock:
-                self.ready.setdefault(device, []).append(replacement)
-        return taken or self.start(device)
-
-    def close(self) -> None:
-        """Let the judges no pair needed go: an empty line tells one to stop its workers and exit."""
-        with self.lock:
-            left = [judge for waiting in self.ready.values() for judge in waiting]
-            self.ready = {}
-        for proc, log_path in left:
-            try:
-                proc.communicate("\n", timeout=30)
-            except (subprocess.TimeoutExpired, OSError, ValueError):
-                proc.kill()
-                proc.wait()
-            log_path.unlink(missing_ok=True)
-
-
-def run_judge(pair: discover.Pair, source: str, ctx: RunContext, starter: Optional[JudgeStarter] = None) -> Result:
-    """Give the pair to a judge process (`python -m harness.judge`) and read back its Result."""
+def run_judge(pair: discover.Pair, source: str, ctx: RunContext, starter: Optional[judges.JudgeStarter] = None,
+              on_stage: Callable[[str], None] = lambda stage: None) -> Result:
+    """Give the pair to a judge process (`python -m harness.judge`) and follow it to its Result."""
     stem = f"{pair.problem}__{pair.solution}"
     log_dir = ctx.run_dir / "logs"
     job = {"problem": pair.problem, "problem_path": str(pair.problem_path), "solution": pair.solution,
@@ -262,22 +195,8 @@ def run_judge(pair: discover.Pair, source: str, ctx: RunContext, starter: Option
            "log_path": str(log_dir / f"{stem}.worker.log"),
            "build_dir": str(build_dir(ctx, source)),
            "peaks_dir": str(under_root(ctx.config["peaks_cache_dir"]))}
-    proc, log_path = (starter or JudgeStarter(ctx, (), ahead=0)).take(ctx.device)
-    # The job (with the run's secret) goes through a pipe and the Result comes back through one:
-    # neither is ever a file a candidate could read or forge.
-    try:
-        out, _ = proc.communicate(json.dumps({**job, "sent_at": time.time()}) + "\n", timeout=judge_timeout(ctx.config))
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-        return failure(pair.problem, pair.solution, Status.TIMEOUT, "the judge process exceeded its ceiling")
-    finally:
-        log_path.replace(log_dir / f"{stem}.judge.log")
-    try:
-        return Result.from_dict(json.loads(out))
-    except (ValueError, TypeError, KeyError):
-        return failure(pair.problem, pair.solution, Status.CRASH,
-                       f"the judge process died (exit code {proc.returncode}); see logs/{stem}.judge.log")
+    judge = (starter or judges.JudgeStarter(ctx, (), ahead=0)).take(ctx.device)
+    return judges.run_judge(job, judge, ctx.config, log_dir, stem, on_stage)
 
 
 def under_root(path: str) -> Path:
@@ -293,9 +212,12 @@ def relative(path: Path) -> str:
 
 
 def run_pairs(pairs: list, ctx: RunContext, resume: bool,
-              on_start: Callable[[discover.Pair], None] = lambda pair: None,
-              on_result: Callable[[list], None] = lambda results: None) -> list[Result]:
+              on_stage: Callable[[discover.Pair, str], None] = lambda pair, stage: None,
+              on_result: Callable[[discover.Pair, Result], None] = lambda pair, result: None) -> list[Result]:
     """Evaluate every pair not already recorded; append each Result (fsync) as it ends.
+
+    `on_stage(pair, stage)` follows a pair: "build" (waiting for its build stage), "queued" (for a device),
+    then the judge's stages (judges.stage_deadlines); `on_result(pair, result)` runs as each pair ends.
 
     With several devices, one evaluation runs at a time on each; results are appended as they end
     (so their order may differ from a one-device run, their content does not) and returned in `pairs` order.
@@ -314,7 +236,7 @@ def run_pairs(pairs: list, ctx: RunContext, resume: bool,
     build_stage = builds.enabled(ctx.config, ctx.device) and ctx.executor == "local"  # Ray runs its own
     build_pool = ThreadPoolExecutor(builds.pool_size(ctx.config)) if build_stage else None
     gpu_run = ctx.device.startswith("cuda") and ctx.executor == "local"
-    starter = JudgeStarter(ctx, ctx.devices or (ctx.device,), ahead=ctx.config["judges_ahead"] if gpu_run else 0)
+    starter = judges.JudgeStarter(ctx, ctx.devices or (ctx.device,), ahead=ctx.config["judges_ahead"] if gpu_run else 0)
     prebuilt, by_folder = {}, {}  # one build per source: pairs with the same source share it
     for i, (pair, (source, early)) in enumerate(zip(pairs, candidates)):
         if build_pool and keys[i] not in done and early is None and builds.builds_extension(source) \
@@ -327,31 +249,32 @@ def run_pairs(pairs: list, ctx: RunContext, resume: bool,
 
     def judge(index: int, pair: discover.Pair) -> None:
         (source, early), key = candidates[index], keys[index]
-        with lock:
-            on_start(pair)
         if key in done:
             result = done[key]
         else:
             built = None
             if index in prebuilt:
+                on_stage(pair, "build")
                 future, first = prebuilt[index]
                 built = future.result()
                 if built is not None and not first:  # the build is another pair's: only its verdict is shared
                     built = dataclasses.replace(built, build_s=0.0, wall_s=0.0)
+            on_stage(pair, "queued")
             device = free.get()
             try:
-                result = evaluate_pair(pair, source, early, key, dataclasses.replace(ctx, device=device), built, starter)
+                result = evaluate_pair(pair, source, early, key, dataclasses.replace(ctx, device=device), built, starter,
+                                       lambda stage: on_stage(pair, stage))
             finally:
                 free.put(device)
         with lock:
             if key not in done:
                 store.append_jsonl(results_path, result.to_dict())
             results[index] = result
-            on_result([results[i] for i in sorted(results)])
+            on_result(pair, result)
 
     try:
         if ctx.executor == "ray":
-            return run_pairs_on_ray(pairs, ctx, candidates, keys, done, on_start, on_result)
+            return run_pairs_on_ray(pairs, ctx, candidates, keys, done, on_stage, on_result)
         if free.qsize() == 1:
             for index, pair in enumerate(pairs):
                 judge(index, pair)
@@ -367,7 +290,7 @@ def run_pairs(pairs: list, ctx: RunContext, resume: bool,
 
 
 def run_pairs_on_ray(pairs: list, ctx: RunContext, candidates: list, keys: list, done: dict,
-                     on_start: Callable, on_result: Callable) -> list[Result]:
+                     on_stage: Callable, on_result: Callable) -> list[Result]:
     """The same stages as Ray tasks: builds on CPUs, each evaluation holding a GPU (on the CPU: a whole node,
     since two timed evaluations on one CPU would disturb each other). Results are appended as tasks end."""
     try:
@@ -385,7 +308,6 @@ def run_pairs_on_ray(pairs: list, ctx: RunContext, candidates: list, keys: list,
     results, pending = {}, {}
     for index, pair in enumerate(pairs):
         (source, early), key = candidates[index], keys[index]
-        on_start(pair)
         if key in done:
             results[index] = done[key]
             continue
@@ -401,11 +323,12 @@ def run_pairs_on_ray(pairs: list, ctx: RunContext, candidates: list, keys: list,
         try:
             result = ray.get(ref)
         except Exception as exc:  # the task itself failed (a node lost, say): the pair still gets a Result
-            result = failure(pairs[index].problem, pairs[index].solution, Status.CRASH, f"Ray task failed: {exc}")
+            result = failure(pairs[index].problem, pairs[index].solution, Status.HARNESS_ERROR,
+                             f"Ray task failed: {exc}")
             result.key = keys[index]
         store.append_jsonl(results_path, result.to_dict())
         results[index] = result
-        on_result([results[i] for i in sorted(results)])
+        on_result(pairs[index], result)
     return [results[i] for i in range(len(pairs))]
 
 
@@ -427,18 +350,15 @@ def prebuild_pair(pair: discover.Pair, source: str, ctx: RunContext) -> Optional
 
 def build_dir(ctx: RunContext, source: str) -> Path:
     """Where a candidate's extensions are built: one folder per content of its source."""
-    return ctx.build_root / discover.sha256_text(source)[:16]
+    return builds.source_folder(ctx.build_root, source)
 
 
 def new_context(config: dict, device: str, overrides: dict, run_dir: Path, env: dict,
                 devices: tuple = ()) -> RunContext:
     """A run's shared state, with a fresh secret for the trial seeds (kept from this user's other processes)."""
     make_undumpable()
-    build_root = under_root(config["build_cache_dir"])
     gpu = env["gpus"][int(device.partition(":")[2] or 0)] if device.startswith("cuda") else "cpu"
-    # Builds are reused only by the same torch, CUDA and GPU; the source hash is added per candidate.
-    toolchain = f"torch-{env['torch']}-cuda-{env['cuda_version']}-{gpu}"
-    build_root = build_root / "".join(c if c.isalnum() or c in ".-" else "_" for c in toolchain)
+    build_root = builds.toolchain_root(under_root(config["build_cache_dir"]), env["torch"], env["cuda_version"], gpu)
     run_dir.mkdir(parents=True, exist_ok=True)
     arch = env.get("capabilities", [None] * len(env["gpus"]))[int(device.partition(":")[2] or 0)] \
         if device.startswith("cuda") else None

@@ -15,6 +15,8 @@ from typing import Optional
 from harness import channel
 
 ROOT = Path(__file__).resolve().parent.parent
+STALL_S = 30  # a message to or from a worker that stops moving for this long ends the pair
+KILL_WAIT_S = 30  # after SIGKILL: a process stuck in the kernel (a GPU driver call) is left behind after this
 
 
 class WorkerFailure(Exception):
@@ -76,7 +78,8 @@ class Sandbox:
         """Wait for the worker to connect, then send it its device, timer setting and build environment."""
         self.conn = self._accept(self.listener, timeout)
         self.listener.close()
-        self.conn.send((device, cold_cache, env))
+        channel.bound_stalls(self.conn, STALL_S)
+        self.send_message((device, cold_cache, env))
 
     def _drain(self) -> None:
         for chunk in iter(lambda: self.proc.stdout.read1(65536), b""):
@@ -103,11 +106,17 @@ class Sandbox:
 
     def send(self, op: str, **args) -> None:
         """Send a request without waiting (`receive` gets its reply): two workers can work at once."""
-        try:
-            self.conn.send((op, args))
-        except (BrokenPipeError, ConnectionResetError, EOFError):
-            raise self._death() from None
+        self.send_message((op, args))
         self.awaiting = op
+
+    def send_message(self, message) -> None:
+        try:
+            self.conn.send(message)
+        except BlockingIOError:  # the worker stopped reading for STALL_S
+            self.stop()
+            raise WorkerFailure("timeout", f"the worker did not read its request for {STALL_S} s; worker stopped") from None
+        except (OSError, EOFError):
+            raise self._death() from None
 
     def receive(self, op: str, timeout: float):
         """The reply to the request `op` sent last."""
@@ -121,6 +130,12 @@ class Sandbox:
                 raise WorkerFailure("timeout", f"no reply to '{op}' within {timeout:g} s; worker stopped")
         try:
             return channel.recv_restricted(self.conn)
+        except BlockingIOError:  # a reply begun, then nothing for STALL_S
+            self.stop()
+            raise WorkerFailure("crash", f"the reply to '{op}' stalled mid-message for {STALL_S} s; worker stopped") from None
+        except channel.OversizedReply as exc:
+            self.stop()
+            raise WorkerFailure("crash", f"the reply to '{op}' is too large ({exc}); worker stopped") from None
         except (EOFError, ConnectionResetError, OSError):
             raise self._death() from None
         except channel.UnsafeReply as exc:
@@ -159,8 +174,10 @@ class Sandbox:
             except subprocess.TimeoutExpired:
                 pass
         signal_group(self.proc.pid, signal.SIGKILL)  # children left in the group go too
-        if self.proc.poll() is None:
-            self.proc.wait()
+        try:
+            self.proc.wait(KILL_WAIT_S)
+        except subprocess.TimeoutExpired:  # stuck in the kernel: the pair ends all the same
+            pass
         self.drainer.join(2)
 
     def close(self, timeout: float = 10) -> Optional[dict]:

@@ -25,6 +25,7 @@ CPU_FLUSH_FALLBACK_BYTES = 64 << 20
 MIN_FLUSH_BYTES = 128 << 20
 SHORT_CALL_MS = 0.2  # calls shorter than this are timed in batches: launch overhead must not be the result
 BATCH_TARGET_MS = 2.0  # one batched window lasts about this long
+WALL_BATCH_LIMIT_MS = 10 * BATCH_TARGET_MS  # ... and by the host's clock (launches, syncs) at most this long
 MAX_BATCH = 4096
 FLOOR_MS = 1e-6  # a batched difference is clamped here: a sample is never zero or negative
 METHODS = ("perf_counter", "cuda_event", "cuda_graph", "batched_events")
@@ -89,11 +90,15 @@ class Timer:
         if not self.is_cuda:
             return self.method
         self.method, self.batch, self.graphs = "cuda_event", 1, None  # a second prepare starts afresh
-        single = statistics.median(self.window(self.once)[0] for _ in range(3))
-        flush = statistics.median(self.window(self.flush)[0] for _ in range(3)) if self.cold_cache else 0.0
+        single, single_wall = medians(self.window(self.once) for _ in range(3))
+        flush, flush_wall = medians(self.window(self.flush) for _ in range(3)) if self.cold_cache else (0.0, 0.0)
         if single >= SHORT_CALL_MS:
             return self.method
-        self.batch = min(MAX_BATCH, max(2, math.ceil(BATCH_TARGET_MS / max(single + flush, 1e-3))))
+        # Sized by the events, but never past what the host's clock allows: events that read ~0 (a forged
+        # clock) would otherwise ask for thousands of calls per window, each window taking seconds.
+        by_events = math.ceil(BATCH_TARGET_MS / max(single + flush, 1e-3))
+        by_wall = math.ceil(WALL_BATCH_LIMIT_MS / max(single_wall + flush_wall, 1e-3))
+        self.batch = min(MAX_BATCH, max(2, min(by_events, by_wall)))
         self.graphs, self.method = None, "batched_events"
         if not allow_graph:
             return self.method
@@ -115,12 +120,12 @@ class Timer:
         replayed = output_tensors(self.last_output)
         if not expected or len(expected) != len(replayed):
             return False
-        for t in replayed:
-            t.fill_(float("nan") if t.is_floating_point() else -1)
+        for t, e in zip(replayed, expected):  # contents the replay must overwrite to pass
+            t.copy_(e.logical_not() if e.dtype == torch.bool else
+                    e + 1 if not (e.is_floating_point() or e.is_complex()) else torch.full_like(e, float("nan")))
         self.graphs[0].replay()
         self.sync()
-        return all(a.shape == b.shape and torch.allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True)
-                   for a, b in zip(expected, replayed))
+        return all(a.shape == b.shape and same_values(a, b) for a, b in zip(expected, replayed))
 
     def capture(self, with_call: bool):
         """A CUDA graph of `batch` x (flush, call), or of the flushes alone."""
@@ -214,6 +219,19 @@ class Timer:
     def batched_flushes(self) -> None:
         for _ in range(self.batch):
             self.flush()
+
+
+def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal up to float rounding (floats, complex), or exactly (integers, bools: no float-only ops on them)."""
+    if a.is_floating_point() or a.is_complex():
+        return torch.allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True)
+    return torch.equal(a, b)
+
+
+def medians(samples) -> tuple[float, float]:
+    """Per-column medians of (ms, wall ms) samples."""
+    columns = list(zip(*samples))
+    return statistics.median(columns[0]), statistics.median(columns[1])
 
 
 def output_tensors(out) -> list:

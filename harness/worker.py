@@ -16,7 +16,7 @@ import traceback
 
 from harness import timing  # first: binds the timers before any candidate code can patch them
 from harness import channel
-from harness.inputs import clone_tensors
+from harness.inputs import clone_tensors, indexed
 from harness.load import load_module
 
 import torch
@@ -99,7 +99,7 @@ class Worker:
     """Request handlers; each returns a reply tuple ('ok', payload) or ('error', status, message)."""
 
     def __init__(self, device: str, cold_cache: bool):
-        self.device = torch.device(device)
+        self.device = indexed(torch.device(device))
         if self.device.type == "cuda":
             torch.cuda.set_device(self.device)
         self.timer = timing.Timer(self.device, cold_cache)

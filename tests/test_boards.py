@@ -84,6 +84,24 @@ def test_gate_fails_status_minimum_and_regression():
     assert ("sigmoid", "tie") not in regressions  # CIs overlap: not a real change
 
 
+def test_harness_errors_are_the_runs_and_tampering_fails_the_gate():
+    results = golden_results() + [
+        Result(problem="sigmoid", solution="judge_died", status="harness_error", error="the judge process died"),
+        Result(problem="sigmoid", solution="forged", status="correct", flags=["timer_tampering"], speedup=50.0,
+               speedup_ci_low=49.0, speedup_ci_high=51.0)]
+    failures = gate.gate_failures(results)
+    assert ("sigmoid", "judge_died") not in failures  # not the candidate's failure ...
+    assert gate.harness_errors(results) == {("sigmoid", "judge_died"): "the judge process died"}  # ... the run's
+    assert failures[("sigmoid", "forged")].startswith("timer_tampering")
+    root = ElementTree.fromstring(gate.junit_xml(results, failures))
+    assert root.get("errors") == "1"
+    (errored,) = [c for c in root.findall("testcase") if c.find("error") is not None]
+    assert errored.get("name") == "judge_died" and errored.find("failure") is None
+    board = boards.leaderboard(results)
+    assert "judge_died" in set(board["candidate"])  # listed, but left out of fast_p:
+    assert boards.aggregates(board).equals(boards.aggregates(boards.leaderboard(results[:-2] + results[-1:])))
+
+
 def test_junit_is_valid_with_one_testcase_per_pair():
     results = golden_results()
     root = ElementTree.fromstring(gate.junit_xml(results, gate.gate_failures(results)))

@@ -40,7 +40,18 @@ def test_infinities_must_match():
 
 def test_integer_outputs_compare_exactly():
     assert cmp(torch.arange(5), torch.arange(5)).ok
-    assert not cmp(torch.arange(5), torch.arange(5) + 1).ok
+    off_by_one = cmp(torch.arange(5), torch.tensor([0, 1, 2, 4, 4]))
+    assert not off_by_one.ok and "1 of 5 elements differ" in off_by_one.reason and "(3,)" in off_by_one.reason
+    flags = torch.tensor([True, False, True])
+    assert cmp(flags, flags.clone()).ok and not cmp(flags, ~flags).ok  # bools: no arithmetic on them
+
+
+def test_max_difference_between_two_runs():
+    a = torch.tensor([1.0, float("nan"), float("inf"), 2.0])
+    assert check.max_difference(a, a.clone(), 2) == 0.0  # NaN and infinities in the same places: no spread
+    assert check.max_difference(a, torch.tensor([1.5, float("nan"), float("inf"), 2.0]), 2) == 0.5
+    assert check.max_difference(a, torch.tensor([1.0, 0.0, float("inf"), 2.0]), 2) == float("inf")  # one NaN
+    assert check.max_difference(torch.arange(3), torch.tensor([0, 1, 5]), 2) == 1.0  # integers: differ or not
 
 
 def test_structure_checks():

@@ -101,3 +101,26 @@ def test_list_shows_problems_and_candidates():
 
 def test_report_without_results_is_an_error(tmp_path):
     assert run_cli("report", str(tmp_path)).returncode == 2
+
+
+def test_the_console_shows_each_running_pairs_stage_and_a_stall():
+    import io
+    import time
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from harness.cli import RunView, StallReporter
+
+    view = RunView(total=3)
+    pair = SimpleNamespace(problem="sigmoid", solution="slow")
+    view.stage(pair, "correctness")
+    (row,) = view.rows()
+    assert row[:2] == ("sigmoid/slow", "correctness") and row[2] >= 0
+    out = io.StringIO()
+    view.running[("sigmoid", "slow")][1:] = [time.monotonic() - 90, time.monotonic() - 100]  # began 90 s ago
+    with StallReporter(view, Console(file=out, width=200), every_s=0.05):
+        time.sleep(0.5)
+    assert out.getvalue() == "  sigmoid/slow: in stage 'correctness' for 90 s (100 s in all; 0/3 pairs done)\n"
+    view.end(pair)
+    assert view.rows() == [] and view.done == 1

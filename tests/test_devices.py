@@ -5,7 +5,7 @@ import time
 import pytest
 
 from conftest import FAST_CONFIG, FIXTURES
-from harness import discover, runner, store
+from harness import cli, discover, judges, runner, store
 from harness.config import build_config
 from harness.records import Result
 
@@ -31,7 +31,7 @@ def test_pairs_spread_over_devices_one_at_a_time(tmp_path, monkeypatch):
         return Result(problem=pair.problem, solution=pair.solution, status="correct", key=key, device=ctx.device)
 
     monkeypatch.setattr(runner, "evaluate_pair", fake_evaluate)
-    monkeypatch.setattr(runner, "JudgeStarter", lambda *args, **kwargs: NoJudges())  # no GPU here to start them on
+    monkeypatch.setattr(judges, "JudgeStarter", lambda *args, **kwargs: NoJudges())  # no GPU here to start them on
     solutions = sorted((FIXTURES / "solutions" / "fx_relu").iterdir())
     pairs = discover.find_pairs([str(FIXTURES / "problems" / "fx_relu.py")], [str(s) for s in solutions])
     pairs = pairs + [discover.Pair(p.problem, p.problem_path, p.solution + "_again", p.solution_path) for p in pairs]
@@ -44,6 +44,40 @@ def test_pairs_spread_over_devices_one_at_a_time(tmp_path, monkeypatch):
     assert set(log) == {"cuda:0", "cuda:1"}
     records, torn = store.read_jsonl(tmp_path / "results.jsonl")
     assert torn == 0 and sorted(r["solution"] for r in records) == sorted(p.solution for p in pairs)
+
+
+ONE_GPU = {"cuda_available": True, "torch": "x", "gpus": ["H100"], "capabilities": ["9.0"], "cuda_version": "13.0"}
+NO_GPU = {"cuda_available": False, "torch": "x", "gpus": [], "capabilities": [], "cuda_version": None}
+
+
+def test_every_gpu_device_is_indexed():
+    """Workers call torch.cuda.set_device, which refuses a bare 'cuda': auto and cuda must become cuda:0."""
+    assert runner.resolve_device("auto", ONE_GPU) == "cuda:0"
+    assert runner.resolve_device("cuda", ONE_GPU) == "cuda:0"
+    assert runner.resolve_device("cuda:0", ONE_GPU) == "cuda:0"
+    assert runner.resolve_device("auto", NO_GPU) == "cpu"
+    with pytest.raises(runner.UsageError, match="only 1 GPU"):
+        runner.resolve_device("cuda:1", ONE_GPU)
+    with pytest.raises(runner.UsageError, match="no CUDA GPU"):
+        runner.resolve_device("cuda", NO_GPU)
+
+
+def test_the_default_command_hands_judges_an_indexed_gpu(tmp_path, monkeypatch):
+    """`run.py --problem P` with a GPU visible (the probe faked) and no --device: every judge job names cuda:0."""
+    jobs = []
+
+    def fake_run_judge(pair, source, ctx, starter=None, on_stage=lambda stage: None):
+        jobs.append(ctx.device)
+        return Result(problem=pair.problem, solution=pair.solution, status="correct")
+
+    monkeypatch.setattr(runner, "probe_environment", lambda: ONE_GPU)
+    monkeypatch.setattr(runner, "run_judge", fake_run_judge)
+    monkeypatch.setattr(judges, "JudgeStarter", lambda *args, **kwargs: NoJudges())
+    code = cli.main(["--problem", str(FIXTURES / "problems" / "fx_relu.py"), "--solution",
+                     str(FIXTURES / "solutions" / "fx_relu" / "correct_torch.py"), "--out", str(tmp_path)])
+    assert code == 0 and jobs == ["cuda:0"]
+    (record,) = store.read_jsonl(tmp_path / "results.jsonl")[0]
+    assert record["device"] == "cuda:0" and record["gpu"] == "H100"
 
 
 def test_resolve_devices():

@@ -39,9 +39,11 @@ def test_fixtures_on_cuda(tmp_path):
     assert results["infinite_loop"]["status"] == "timeout"
 
 
-def test_sigmoid_seeds_small_on_cuda(tmp_path):
-    results = run(["--problem", "sigmoid", "--device", "cuda", "--set", "batch_size=64", "--set", "dim=4096"],
-                  tmp_path)
+def test_sigmoid_seeds_small_on_cuda_without_a_device_flag(tmp_path):
+    """As the README types it (no --device: auto picks cuda:0), at a small size."""
+    results = run(["--problem", "sigmoid", "--set", "batch_size=64", "--set", "dim=4096"], tmp_path)
+    assert {r["device"] for r in results.values()} == {"cuda:0"}
+    assert "harness_error" not in {r["status"] for r in results.values()}
     assert results["seed000_shared_memory"]["status"] == "compile_error"
     assert results["seed001_fast_math"]["status"] == "correct"
     assert results["seed001_fast_math"]["speedup_ci_low"] <= results["seed001_fast_math"]["speedup"]

@@ -8,6 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from conftest import ROOT
+from harness import builds
 
 pytestmark = pytest.mark.gpu
 
@@ -21,11 +22,13 @@ def import_file(path: str):
 
 
 def load_candidate(path: str):
-    """Import a solution file (building its extension) and return its module."""
-    if torch.cuda.is_available():
-        major, minor = torch.cuda.get_device_capability()
-        os.environ.setdefault("TORCH_CUDA_ARCH_LIST", f"{major}.{minor}")  # build for this GPU only: faster
-    os.environ.setdefault("TORCH_EXTENSIONS_DIR", str(ROOT / ".cache" / "test_extensions"))
+    """Import a solution file (building its extension) and return its module. It is built where a run of the
+    harness builds it (the same build cache folder and architecture), so either reuses the other's build."""
+    major, minor = torch.cuda.get_device_capability()
+    os.environ.setdefault("TORCH_CUDA_ARCH_LIST", f"{major}.{minor}")  # build for this GPU only: faster
+    root = builds.toolchain_root(ROOT / ".cache" / "builds", torch.__version__, torch.version.cuda,
+                                 torch.cuda.get_device_name())
+    os.environ["TORCH_EXTENSIONS_DIR"] = str(builds.source_folder(root, (ROOT / path).read_text()))
     return import_file(path)
 
 

@@ -18,3 +18,64 @@ def test_first_compiler_error_names_file_and_line():
     assert first_compiler_error(log) == ": all.h:5:2: error: #error C++17 required"
     assert first_compiler_error("g++: error: unrecognized option") == ": g++: error: unrecognized option"
     assert first_compiler_error("all fine") == ""
+
+
+# -- whole pairs on the CPU --------------------------------------------------------------------------------
+
+import json
+import subprocess
+import sys
+
+from conftest import FAST_CONFIG, FIXTURES, ROOT
+
+JUDGED = {("fx_argmax", "aa_reference"), ("fx_argmax", "argmin"), ("fx_jitter", "aa_reference"),
+          ("fx_jitter", "jitters_more")}
+
+
+def run_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "run.py", *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def judged(tmp_path_factory):
+    """The pairs of JUDGED, judged in one run on the CPU."""
+    out = tmp_path_factory.mktemp("judged")
+    manifest = out / "pairs.csv"
+    manifest.write_text("problem,candidate\n" + "".join(
+        f"{FIXTURES / 'problems' / problem}.py,{FIXTURES / 'solutions' / problem / solution}.py\n"
+        for problem, solution in sorted(JUDGED)))
+    proc = run_cli("--manifest", str(manifest), "--device", "cpu", "--config", str(FAST_CONFIG), "--out", str(out / "run"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    records = map(json.loads, (out / "run" / "results.jsonl").read_text().splitlines())
+    return {(r["problem"], r["solution"]): r for r in records}
+
+
+def test_integer_outputs_are_compared_exactly(judged):
+    same, wrong = judged[("fx_argmax", "aa_reference")], judged[("fx_argmax", "argmin")]
+    assert same["status"] == "correct" and same["max_abs_err"] == 0.0, same["error"]
+    assert same["sol_pct"] is not None and same["new_err_vs_fp64"] in (None, 0.0)  # roofline in float32; no float error
+    assert wrong["status"] == "incorrect" and "compared exactly" in wrong["error"], wrong["error"]
+
+
+def test_nondeterministic_only_beyond_the_references_own_spread(judged):
+    same, more = judged[("fx_jitter", "aa_reference")], judged[("fx_jitter", "jitters_more")]
+    assert same["status"] == "correct" and "nondeterministic" not in same["flags"], same["flags"]
+    assert more["status"] == "correct" and "nondeterministic" in more["flags"], more["flags"]
+
+
+def test_a_failure_of_the_judge_is_a_harness_error_not_the_candidates(tmp_path):
+    """The judge cannot write its peaks cache (a file stands where the folder should be): its own exception,
+    in stage 'timing'. The pair is harness_error with the traceback in its judge log; --gate exits 3; JUnit
+    calls it an <error>."""
+    (tmp_path / "not_a_folder").write_text("")
+    config = tmp_path / "config.yaml"
+    config.write_text(FAST_CONFIG.read_text() + f"peaks_cache_dir: {tmp_path / 'not_a_folder' / 'peaks'}\n")
+    proc = run_cli("--problem", str(FIXTURES / "problems" / "fx_relu.py"), "--solution",
+                   str(FIXTURES / "solutions" / "fx_relu" / "correct_torch.py"), "--device", "cpu", "--config",
+                   str(config), "--out", str(tmp_path / "run"), "--gate", "--junit", str(tmp_path / "junit.xml"))
+    (record,) = map(json.loads, (tmp_path / "run" / "results.jsonl").read_text().splitlines())
+    assert record["status"] == "harness_error", record
+    assert "stage 'timing'" in record["error"] and "NotADirectoryError" in record["error"]
+    assert "Traceback" in (tmp_path / "run" / "logs" / "fx_relu__correct_torch.judge.log").read_text()
+    assert proc.returncode == 3, proc.stderr
+    assert "HARNESS ERROR" in proc.stderr and "<error" in (tmp_path / "junit.xml").read_text()

@@ -66,3 +66,28 @@ def test_a_a_samples_are_a_tie():
     rng = np.random.default_rng(5)
     samples = list(1.0 + rng.normal(0, 0.01, 100))
     assert stats.is_tie(stats.speedup_with_ci(samples, list(rng.permutation(samples))))
+
+
+ROUNDS_CFG = {"max_rounds": 200, "min_rounds": 10, "min_timing_s": 0.5, "max_timing_s": 2.0, "target_ci_pct": 1.0,
+              "bootstrap_samples": 200}
+
+
+def test_rounds_stop_on_the_judges_clock_whatever_the_workers_report():
+    """A forged clock reports ~0 ms a call: a cap on the reported samples never came (the H100 stall)."""
+    now = [0.0]
+
+    def clock():
+        return now[0]
+
+    def forged_sample():
+        now[0] += 0.25  # each request really takes 0.25 s of the judge's clock
+        return 1e-6
+
+    ref, new, tight = stats.alternate_rounds(lambda: 1.0, forged_sample, ROUNDS_CFG, random.Random(0), clock=clock)
+    assert len(ref) == 8 and not tight  # 2 s of the judge's clock: 8 rounds, not 200
+
+
+def test_a_ci_from_fewer_than_min_rounds_is_never_tight():
+    ref, new, tight = stats.alternate_rounds(lambda: 1.0, lambda: 0.5, {**ROUNDS_CFG, "max_rounds": 3},
+                                             random.Random(0))
+    assert len(ref) == 3 and not tight  # three identical rounds have a zero-width CI, which proves nothing

@@ -59,6 +59,7 @@ EXPECTED = {
     "defers_work": ("incorrect", None, []),
     # timing attacks
     "patches_the_timer": ("correct", None, ["timer_tampering", "no_custom_kernel"]),
+    "forges_a_stopped_clock": ("correct", None, ["timer_tampering", "no_custom_kernel", "noisy_timing"]),
     # semantic attacks
     "mutates_input": ("incorrect", "changed its inputs", ["input_mutated"]),
     "only_unit_interval": ("incorrect", "wide inputs", []),
@@ -101,7 +102,7 @@ def test_status_reason_and_flags(adversarial_run, solution):
     assert set(flags) <= set(result["flags"]), result["flags"]
     if status == "correct" and "no_custom_kernel" not in flags:
         assert "no_custom_kernel" not in result["flags"]
-    if status == "correct" and solution != "patches_the_timer":
+    if status == "correct" and solution not in ("patches_the_timer", "forges_a_stopped_clock"):
         assert "timer_tampering" not in result["flags"], (result["new_samples_ms"], result["judge_wall_ms"])
 
 

@@ -1,7 +1,10 @@
-"""The CUDA adversarial set (tests/adversarial/cuda) plus CPU ones that matter on a GPU, judged on a GPU."""
+"""The CUDA adversarial set (tests/adversarial/cuda) plus CPU ones that matter on a GPU, judged on a GPU as a
+user runs the harness: no --device flag (auto), judges started ahead, the build stage on."""
 import json
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -9,56 +12,99 @@ import pytest
 pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
+FIXTURES = ROOT / "tests" / "fixtures"
 CPU_ONES = ["calls_the_reference_op", "returns_uninitialized", "caches_by_pointer", "caches_by_content",
             "mutates_input"]
+TIMEOUT_S = 30
+ALONE = ("bfloat16_matmul", "keeps_every_output")  # judged on problems of their own sizes
 
 
 def judge(problem: str, solutions: list, out: Path, *extra: str) -> dict:
-    args = [sys.executable, "run.py", "--problem", problem, "--device", "cuda", "--config",
-            str(HERE / "adversarial.yaml"), "--timeout", "30", "--out", str(out), *extra]
+    """Judge the solutions on `problem` in one run.py invocation; {solution: record}, and the run's wall seconds."""
+    args = [sys.executable, "run.py", "--problem", problem, "--config", str(HERE / "adversarial.yaml"), "--timeout",
+            str(TIMEOUT_S), "--out", str(out), *extra]
     for path in solutions:
         args += ["--solution", str(path)]
+    started = time.monotonic()
     proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=1500)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    return {r["solution"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    results = {r["solution"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    return results, time.monotonic() - started
 
 
 @pytest.fixture(scope="module")
 def gpu_run(tmp_path_factory):
+    """The set in one run; HARNESS_GPU_ADVERSARIAL_OUT keeps its run folder (the GPU acceptance script reads it)."""
     solutions = sorted((HERE / "cuda").glob("*.py")) + [HERE / "cpu" / f"{name}.py" for name in CPU_ONES]
-    solutions = [s for s in solutions if s.stem != "bfloat16_matmul"]
-    return judge("tests/fixtures/problems/fx_relu.py", solutions, tmp_path_factory.mktemp("gpu-adversarial"))
+    solutions = [s for s in solutions if s.stem not in ALONE]
+    kept = os.environ.get("HARNESS_GPU_ADVERSARIAL_OUT")
+    out = Path(kept) if kept else tmp_path_factory.mktemp("gpu-adversarial")
+    return judge("tests/fixtures/problems/fx_relu.py", solutions, out)
 
 
 @pytest.mark.parametrize("solution,status,flags", [
     ("illegal_memory_access", ("runtime_error", "crash"), []),
     ("kernel_infinite_loop", ("timeout",), []),
     ("gpu_out_of_memory", ("runtime_error",), []),
+    ("hoards_gpu_memory", ("runtime_error",), []),
     ("custom_relu_kernel", ("correct",), []),
     ("calls_the_reference_op", ("correct",), ["no_custom_kernel"]),
     ("side_stream_work", ("correct",), []),
     ("patches_cuda_events", ("correct",), ["timer_tampering"]),
+    ("forges_cuda_clock", ("correct",), ["timer_tampering"]),
     ("returns_uninitialized", ("incorrect",), []),
     ("caches_by_pointer", ("incorrect",), []),
     ("caches_by_content", ("correct",), []),
     ("mutates_input", ("incorrect",), ["input_mutated"]),
 ])
 def test_gpu_status_and_flags(gpu_run, solution, status, flags):
-    result = gpu_run[solution]
+    result = gpu_run[0][solution]
     assert result["status"] in status, result["error"]
     assert set(flags) <= set(result["flags"]), result["flags"]
 
 
+def test_the_run_ends_in_less_than_its_pairs_timeouts(gpu_run):
+    """No stall: every pair ends with one status of its own, well inside what its timeouts add up to."""
+    results, wall_s = gpu_run
+    assert "harness_error" not in {r["status"] for r in results.values()}, results
+    assert wall_s < len(results) * TIMEOUT_S, wall_s
+
+
+def test_a_forged_clock_cannot_stretch_the_timing(gpu_run):
+    result = gpu_run[0]["forges_cuda_clock"]
+    assert result["phases_s"]["timing"] < 5.0 + 2.0 + 24 * 2.0, result["phases_s"]  # max_timing_s, pause, re-check
+    assert result["new_batch"] is None or result["new_batch"] <= 64, result["new_batch"]  # not ~1000 calls a window
+
+
+def test_memory_the_candidate_took_is_its_own_failure(gpu_run, tmp_path):
+    hoarder = gpu_run[0]["hoards_gpu_memory"]
+    assert "reference's timing worker failed" not in hoarder["error"] or "candidate's worker held" in hoarder["error"]
+    results, _ = judge("tests/fixtures/problems/fx_relu.py", [HERE / "cuda" / "keeps_every_output.py"], tmp_path,
+                       "--set", "batch_size=1024", "--set", "dim=262144")  # 1 GiB a call, kept
+    leaker = results["keeps_every_output"]
+    assert leaker["status"] == "runtime_error", leaker
+    assert "reference's timing worker failed" not in leaker["error"] or "candidate's worker held" in leaker["error"]
+
+
 def test_honest_kernel_is_not_flagged(gpu_run):
-    assert not {"no_custom_kernel", "timer_tampering"} & set(gpu_run["custom_relu_kernel"]["flags"])
+    assert not {"no_custom_kernel", "timer_tampering"} & set(gpu_run[0]["custom_relu_kernel"]["flags"])
 
 
 def test_side_stream_work_is_timed(gpu_run):
-    assert gpu_run["side_stream_work"]["speedup"] < 0.5  # 50 relus on a side stream cost what they cost
+    assert gpu_run[0]["side_stream_work"]["speedup"] < 0.5  # 50 relus on a side stream cost what they cost
+
+
+def test_integer_outputs_on_the_gpu(tmp_path):
+    """KernelBench's 51_Argmax crashed the judge on a GPU (an int64 matmul for the roofline): an int64 output."""
+    results, _ = judge(str(FIXTURES / "problems" / "fx_argmax.py"), sorted((FIXTURES / "solutions" / "fx_argmax").iterdir()),
+                       tmp_path)
+    assert results["aa_reference"]["status"] == "correct", results["aa_reference"]["error"]
+    assert results["aa_reference"]["sol_pct"] is not None
+    assert results["argmin"]["status"] == "incorrect" and "compared exactly" in results["argmin"]["error"]
 
 
 def test_bfloat16_gemm_is_exposed(tmp_path):
-    results = judge("matmul_sigmoid_sum", [HERE / "cuda" / "bfloat16_matmul.py"], tmp_path,
-                    "--set", "input_size=8192", "--set", "hidden_size=8192")
+    results, _ = judge("matmul_sigmoid_sum", [HERE / "cuda" / "bfloat16_matmul.py"], tmp_path,
+                       "--set", "input_size=8192", "--set", "hidden_size=8192")
     result = results["bfloat16_matmul"]
     assert result["status"] == "incorrect" or "reduced_precision" in result["flags"], result

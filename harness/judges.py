@@ -1,0 +1,207 @@
+"""Judge processes seen from the runner: started (ahead of their pairs on GPU runs), given a pair, and
+watched stage by stage, each stage with a deadline, so that a run never waits on a judge for ever.
+
+A judge writes one JSON line per stage it enters ({"stage": NAME}), one with its workers' process groups
+({"workers": [PGID, ...]}), then its Result ({"result": {...}}). Never imports torch.
+"""
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Optional
+
+from harness.records import Result, Status, failure
+
+ROOT = Path(__file__).resolve().parent.parent
+# timer_tampering must show again in CONFIRM_ROUNDS rounds after a pause of CONFIRM_PAUSE_S (judge_timing).
+CONFIRM_PAUSE_S, CONFIRM_ROUNDS = 2.0, 10
+
+# Judge and workers (which inherit this) must time alike on the CPU:
+# - idle OpenMP threads sleep, not spin: the processes take turns on the same cores, and one's spinning
+#   threads would slow the other's timed calls;
+# - glibc's malloc gets fixed thresholds: by default they move with each process's allocation history,
+#   so one process's outputs come from recycled heap and the other's from fresh pages it must fault in
+#   (seen here: an A/A pair on a 2-core machine off by 2-3% every run, a tie with these settings).
+JUDGE_ENV = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "MALLOC_MMAP_THRESHOLD_": str(32 << 20),
+             "MALLOC_TRIM_THRESHOLD_": str(1 << 30)}
+JUDGE_ENV.update({k: os.environ[k] for k in ("OMP_WAIT_POLICY", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")
+                  if k in os.environ})  # the user's own settings win
+
+
+def stage_deadlines(cfg: dict) -> dict:
+    """Seconds each stage of a judge may last before the runner stops it: the waits the stage is allowed,
+    with room. Every worker request inside a stage has its own, shorter deadline in the judge; these
+    catch a judge that is itself stuck (in a CUDA call, say)."""
+    request, start = cfg["timeout"], cfg["start_timeout"]
+    trials = cfg["trials"] + cfg["wide_trials"]
+    return {
+        "start": start,  # a judge started ahead may still be importing torch and starting its workers
+        "reference": start + 2 * request,  # the problem imported and Model built (CUDA started)
+        "workers": start + cfg["compile_timeout"] + 2 * request,  # the candidate imported (built) and constructed
+        "correctness": (trials + 2) * 3 * request,  # per trial: reference, float64 truth, candidate call
+        "timing_setup": 8 * request,  # timing inputs, warm-up, method choice and trace, both sides
+        "timing": cfg["max_timing_s"] + CONFIRM_PAUSE_S + (2 * CONFIRM_ROUNDS + 4) * request
+                  + (cfg["compile_timeout"] if cfg["compile_baseline"] else 0),
+        "finish": 60 + 4 * cfg["kill_grace_s"],
+    }
+
+
+class Judge:
+    """One judge process: its pipes, its log, and the lines it has sent (read by a thread of ours)."""
+
+    command = (sys.executable, "-m", "harness.judge")
+
+    def __init__(self, ctx, device: Optional[str], warm: bool, log_path: Path):
+        self.log_path = log_path
+        with open(log_path, "w") as log:
+            self.proc = subprocess.Popen(list(self.command), cwd=ROOT, env=JUDGE_ENV,
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
+        self.lines: queue.Queue = queue.Queue()
+        self.outbox: queue.Queue = queue.Queue()
+        self.worker_groups: list = []
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._write, daemon=True).start()
+        warm_device = device if warm and device and device.startswith("cuda") else None
+        self.write(json.dumps({"config": ctx.config, "warm_device": warm_device}) + "\n")
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(None)  # end of output: the judge exited (or closed it)
+
+    def write(self, text: str, last: bool = False) -> None:
+        """Queue a line for the judge's stdin; `last` closes stdin after it (the judge reads nothing after its
+        job, and nobody else may). A thread writes, in order: a judge still starting up must not block us."""
+        self.outbox.put(text)
+        if last:
+            self.outbox.put(None)
+
+    def _write(self) -> None:
+        try:
+            while (text := self.outbox.get()) is not None:
+                self.proc.stdin.write(text)
+                self.proc.stdin.flush()
+            self.proc.stdin.close()
+        except (OSError, ValueError):  # the judge is gone: its output says so
+            pass
+
+    def kill(self) -> None:
+        """SIGKILL the judge and its workers' process groups (they would also die with the judge)."""
+        for group in self.worker_groups:
+            try:
+                os.killpg(int(group), signal.SIGKILL)
+            except (ProcessLookupError, PermissionError, ValueError, OverflowError):
+                pass
+        self.proc.kill()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:  # stuck in the kernel (a GPU driver call): leave it, move on
+            pass
+
+    def dismiss(self) -> None:
+        """Let an unused judge go: an empty line tells it to stop its workers and exit."""
+        self.write("\n", last=True)
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.kill()
+        self.log_path.unlink(missing_ok=True)
+
+
+class JudgeStarter:
+    """Starts judge processes, ahead of their pairs on GPU runs: each imports torch, starts its two
+    workers, and starts CUDA and the profiler on its GPU while the pair before it runs there, so that
+    a pair does not wait for any of that. `ahead` judges wait per GPU. (Not on the CPU, where a process
+    starting up would disturb the timings of the pair that runs.)"""
+
+    def __init__(self, ctx, devices: tuple, ahead: int):
+        self.ctx, self.ahead, self.count = ctx, ahead, 0
+        self.lock = threading.Lock()
+        self.ready = {device: [self.start(device) for _ in range(ahead)] for device in devices}
+
+    def start(self, device: Optional[str]) -> Judge:
+        """A judge process, given the run's config; its log is renamed after its pair once it has one."""
+        log_dir = self.ctx.run_dir / "logs"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        with self.lock:
+            self.count += 1
+            log_path = log_dir / f"judge-{os.getpid()}-{self.count}.log"
+        return Judge(self.ctx, device, warm=bool(self.ahead), log_path=log_path)
+
+    def take(self, device: str) -> Judge:
+        """A started judge for this device (and another one started in its place)."""
+        with self.lock:
+            waiting = self.ready.get(device, [])
+            taken = waiting.pop(0) if waiting else None
+        if self.ahead:
+            replacement = self.start(device)
+            with self.lock:
+                self.ready.setdefault(device, []).append(replacement)
+        return taken or self.start(device)
+
+    def close(self) -> None:
+        """Let the judges no pair needed go."""
+        with self.lock:
+            left = [judge for waiting in self.ready.values() for judge in waiting]
+            self.ready = {}
+        for judge in left:
+            judge.dismiss()
+
+
+def run_judge(job: dict, judge: Judge, cfg: dict, log_dir: Path, stem: str,
+              on_stage: Callable[[str], None] = lambda stage: None) -> Result:
+    """Give a pair's job to a judge and follow it stage by stage to its Result.
+
+    The job (with the run's secret) goes through a pipe and the Result comes back through one: neither is
+    ever a file a candidate could read or forge. A stage that outlives its deadline ends the pair as
+    `timeout`, naming the stage; a judge that dies or says nothing readable is a `harness_error`.
+    """
+    deadlines = stage_deadlines(cfg)
+    problem, solution = job["problem"], job["solution"]
+    judge.write(json.dumps({**job, "sent_at": time.time()}) + "\n", last=True)
+    stage, started = "start", time.monotonic()
+    on_stage(stage)
+    try:
+        while True:
+            left = deadlines[stage] - (time.monotonic() - started)
+            try:
+                line = judge.lines.get(timeout=max(left, 0.0))
+            except queue.Empty:
+                judge.kill()
+                return failure(problem, solution, Status.TIMEOUT,
+                               f"the judge was still in stage '{stage}' after its deadline of {deadlines[stage]:g} s "
+                               f"and was stopped (see logs/{stem}.judge.log)")
+            if line is None:
+                judge.proc.wait()
+                return failure(problem, solution, Status.HARNESS_ERROR,
+                               f"the judge process died in stage '{stage}' (exit code {judge.proc.returncode}); "
+                               f"see logs/{stem}.judge.log")
+            message = parse_line(line)
+            if "result" in message:
+                return Result.from_dict(message["result"])
+            if message.get("stage") in deadlines:
+                stage, started = message["stage"], time.monotonic()
+                on_stage(stage)
+            elif isinstance(message.get("workers"), list):
+                judge.worker_groups = message["workers"]
+    except (ValueError, TypeError, KeyError) as exc:
+        judge.kill()
+        return failure(problem, solution, Status.HARNESS_ERROR,
+                       f"unreadable message from the judge in stage '{stage}': {exc}; see logs/{stem}.judge.log")
+    finally:
+        judge.log_path.replace(log_dir / f"{stem}.judge.log")
+
+
+def parse_line(line: str) -> dict:
+    """One line of the judge's protocol (a JSON object)."""
+    message = json.loads(line)
+    if not isinstance(message, dict):
+        raise ValueError(f"expected a JSON object, got {line[:100]!r}")
+    return message

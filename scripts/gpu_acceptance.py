@@ -1,0 +1,200 @@
+"""The GPU acceptance check, in parts that each fit one call of a lent GPU machine, and their summary.
+
+    python scripts/gpu_acceptance.py readme --out DIR       # the README's commands, exactly as typed (no --device)
+    python scripts/gpu_acceptance.py kernelbench KB --out DIR  # KernelBench problems against themselves (KB: the
+                                                             # folder holding level1/, level2/)
+    python scripts/gpu_acceptance.py tests --out DIR [PYTEST ARGS]  # pytest -m gpu (all GPU tests, or those named)
+    python scripts/gpu_acceptance.py summary DIR... > results/gpu-acceptance-h100.md
+
+Each part writes DIR/acceptance-<part>.json (what ran, its exit status, its verdicts) and logs beside it; `summary`
+reads any number of them (from several calls) and writes the Markdown summary that is committed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+README_COMMANDS = [
+    ["python", "run.py", "--problem", "sigmoid"],
+    ["python", "run.py", "--problem", "sigmoid", "--problem", "hardsigmoid", "--problem",
+     "gemm_sigmoid_scaling_residualadd", "--problem", "matmul_sigmoid_sum"],
+]
+BOARD = ROOT / "results" / "leaderboards" / "h100"  # made with --device cuda:0: the same verdicts are expected
+KERNELBENCH_PROBLEMS = ["level1/51_", "level1/61_", "level2/61_", "level2/91_"]
+WORK = Path(os.environ.get("ACCEPTANCE_WORK", "/tmp/gpu-acceptance"))  # run folders: too many files to bring back
+
+
+def provenance() -> dict:
+    """Which harness, device and torch ran the part."""
+    from harness import runner
+
+    env = runner.probe_environment()
+    return {"commit": os.environ.get("HARNESS_COMMIT") or runner.harness_version(), "gpus": env["gpus"],
+            "torch": env["torch"], "cuda": env["cuda_version"], "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+
+
+def run_logged(command: list, log: Path, timeout: float, env: dict | None = None) -> tuple[int, float]:
+    """Run a command from the repository root, its output to `log`; (exit status, wall seconds)."""
+    started = time.monotonic()
+    with open(log, "w") as out:
+        try:
+            code = subprocess.run(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, timeout=timeout,
+                                  env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}).returncode
+        except subprocess.TimeoutExpired:
+            code = 124
+    return code, round(time.monotonic() - started, 1)
+
+
+def pair_rows(run_dir: Path) -> list[dict]:
+    """The verdicts of a run folder, one row per pair."""
+    rows = []
+    for line in (run_dir / "results.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        rows.append({k: r.get(k) for k in ("problem", "solution", "status", "flags", "speedup", "speedup_ci_low",
+                                            "speedup_ci_high", "tie", "error", "device", "wall_s")})
+    return rows
+
+
+def part_readme(out: Path) -> dict:
+    """The README's commands, typed exactly: which run folder each made, and its verdicts; the four problems'
+    verdicts compared with the committed H100 board (made with --device cuda:0)."""
+    from harness import cli, gate
+
+    python = shutil.which("python") or sys.executable
+    commands = []
+    for i, command in enumerate(README_COMMANDS):
+        before = set((ROOT / "results").iterdir())
+        code, wall = run_logged([python, *command[1:]], out / f"readme-{i}.log", timeout=1200)
+        made = sorted(set((ROOT / "results").iterdir()) - before)
+        entry = {"command": " ".join(command), "exit": code, "wall_s": wall, "run_dir": [str(m.name) for m in made]}
+        if made and (made[-1] / "results.jsonl").exists():
+            entry["pairs"] = pair_rows(made[-1])
+            shutil.copy(made[-1] / "results.jsonl", out / f"readme-{i}-results.jsonl")
+            if i == len(README_COMMANDS) - 1:
+                changes = gate.compare_runs(cli.load_results(BOARD), cli.load_results(made[-1]))
+                entry["against_board"] = [vars(c) for c in changes]
+        commands.append(entry)
+    return {"commands": commands}
+
+
+def part_kernelbench(out: Path, kernelbench: Path) -> dict:
+    """KernelBench's problems of the issue against themselves, at the files' own sizes, with no --device."""
+    bench = WORK / "kernelbench"
+    command = [sys.executable, "bench/kernelbench_aa.py", str(kernelbench), "--out", str(bench), "--problems",
+               *KERNELBENCH_PROBLEMS]
+    code, wall = run_logged(command, out / "kernelbench.log", timeout=1500)
+    rows = [json.loads(line) for line in (bench / "kernelbench-aa.jsonl").read_text().splitlines()] \
+        if (bench / "kernelbench-aa.jsonl").exists() else []
+    if (bench / "kernelbench-aa.md").exists():
+        shutil.copy(bench / "kernelbench-aa.md", out / "kernelbench-aa.md")
+    return {"command": "python bench/kernelbench_aa.py KB --problems " + " ".join(KERNELBENCH_PROBLEMS), "exit": code,
+            "wall_s": wall, "pairs": rows}
+
+
+def part_tests(out: Path, pytest_args: list) -> dict:
+    """pytest -m gpu; the GPU adversarial run's folder is kept (HARNESS_GPU_ADVERSARIAL_OUT) and summarized."""
+    from xml.etree import ElementTree
+
+    adversarial = WORK / "adversarial"
+    junit = out / "pytest-gpu.xml"
+    command = [sys.executable, "-m", "pytest", "-m", "gpu", "-p", "no:cacheprovider", f"--junitxml={junit}", *pytest_args]
+    code, wall = run_logged(command, out / "pytest-gpu.log", timeout=3000,
+                            env={"HARNESS_GPU_ADVERSARIAL_OUT": str(adversarial)})
+    counts, failed = {}, []
+    if junit.exists():
+        suite = ElementTree.parse(junit).getroot()
+        suite = suite.find("testsuite") if suite.tag == "testsuites" else suite
+        counts = {k: int(suite.get(k, 0)) for k in ("tests", "failures", "errors", "skipped")}
+        failed = [f"{c.get('classname')}::{c.get('name')}" for c in suite.iter("testcase")
+                  if c.find("failure") is not None or c.find("error") is not None]
+    entry = {"command": "pytest -m gpu " + " ".join(pytest_args), "exit": code, "wall_s": wall, "counts": counts,
+             "failed": failed}
+    if (adversarial / "results.jsonl").exists():
+        entry["adversarial"] = pair_rows(adversarial)
+    return entry
+
+
+def speed(row: dict) -> str:
+    if row.get("speedup") is None:
+        return "-"
+    return f"{row['speedup']:.3f} [{row['speedup_ci_low']:.3f}, {row['speedup_ci_high']:.3f}]"
+
+
+def pairs_table(rows: list, name_key: str = "solution") -> list[str]:
+    lines = ["| problem | candidate | status | speedup [95% CI] | flags / reason |", "|---|---|---|---|---|"]
+    for r in rows:
+        notes = ", ".join(r.get("flags") or []) + (f"; {r['error'][:140]}" if r.get("error") else "")
+        lines.append(f"| {r['problem']} | {r.get(name_key, '')} | {r['status']} | {speed(r)} | {notes.replace('|', '/')} |")
+    return lines
+
+
+def summary(records: list[dict]) -> str:
+    """The Markdown summary of every part record given."""
+    lines = ["# GPU acceptance", "", "Made by `scripts/gpu_acceptance.py` (its parts ran in separate calls of a lent GPU "
+             "machine; `summary` wrote this file from their records, which sit beside it in `results/gpu-acceptance/`).", ""]
+    for record in records:
+        p = record["provenance"]
+        lines += [f"## {record['part']}", "", f"Harness {p['commit']}; {', '.join(p['gpus'])}; torch {p['torch']}, "
+                  f"CUDA {p['cuda']}; {p['date']}.", ""]
+        data = record["data"]
+        for entry in data.get("commands", [data]):
+            lines += [f"`{entry['command']}`: exit {entry['exit']}, {entry['wall_s']:.0f} s.", ""]
+            if "counts" in entry:
+                c = entry["counts"]
+                lines += [f"{c.get('tests', 0)} tests: {c.get('tests', 0) - c.get('failures', 0) - c.get('errors', 0) - c.get('skipped', 0)} "
+                          f"passed, {c.get('failures', 0)} failed, {c.get('errors', 0)} errors, {c.get('skipped', 0)} skipped."
+                          + (f" Failed: {', '.join(entry['failed'])}." if entry["failed"] else ""), ""]
+            if entry.get("adversarial"):
+                lines += ["The GPU adversarial run inside it (no --device; judges ahead; build stage):", ""]
+                lines += pairs_table(entry["adversarial"]) + [""]
+            if entry.get("pairs"):
+                lines += pairs_table(entry["pairs"]) + [""]
+            if entry.get("against_board"):
+                lines += ["Against the committed H100 board (`results/leaderboards/h100`, made with `--device cuda:0`):", "",
+                          "| problem | candidate | status (board -> now) | speedup (board -> now) | change |", "|---|---|---|---|---|"]
+                for c in entry["against_board"]:
+                    status = c["new_status"] if c["old_status"] == c["new_status"] else f"{c['old_status']} -> {c['new_status']}"
+                    old = "-" if c["old_speedup"] is None else f"{c['old_speedup']:.3f}"
+                    new = "-" if c["new_speedup"] is None else f"{c['new_speedup']:.3f}"
+                    lines.append(f"| {c['problem']} | {c['candidate']} | {status} | {old} -> {new} | {c['verdict']} |")
+                lines.append("")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("part", choices=["readme", "kernelbench", "tests", "summary"])
+    parser.add_argument("args", nargs="*", help="kernelbench: the KernelBench folder; tests: pytest arguments; "
+                                                "summary: folders holding acceptance-*.json")
+    parser.add_argument("--out", type=Path, help="where the part writes its record and logs")
+    args, unknown = parser.parse_known_args()
+    if args.part == "summary":
+        records = [json.loads(p.read_text()) for folder in args.args for p in sorted(Path(folder).glob("acceptance-*.json"))]
+        order = {"readme": 0, "kernelbench": 1, "tests": 2}
+        print(summary(sorted(records, key=lambda r: (order[r["part"]], r["provenance"]["date"]))))
+        return 0
+    args.out.mkdir(parents=True, exist_ok=True)
+    started = provenance()
+    if args.part == "readme":
+        data = part_readme(args.out)
+    elif args.part == "kernelbench":
+        data = part_kernelbench(args.out, Path(args.args[0]))
+    else:
+        data = part_tests(args.out, args.args + unknown)
+    name = f"acceptance-{args.part}" + (f"-{time.strftime('%H%M%S')}" if args.part == "tests" else "") + ".json"
+    (args.out / name).write_text(json.dumps({"part": args.part, "provenance": started, "data": data}, indent=1) + "\n")
+    print((args.out / name).read_text()[-3000:])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

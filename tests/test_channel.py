@@ -1,0 +1,64 @@
+"""The judge's side of the worker channel: the allow-list unpickler, and bounds on a peer that stalls or floods."""
+import io
+import os
+import pickle
+import time
+from multiprocessing.connection import Pipe
+from multiprocessing.reduction import ForkingPickler
+
+import pytest
+import torch
+
+from harness import channel
+
+
+def unpickle(obj) -> object:
+    """Pickled as a worker's Connection.send does (torch's reductions: tensors as shared memory)."""
+    return channel.RestrictedUnpickler(io.BytesIO(bytes(ForkingPickler.dumps(obj)))).load()
+
+
+def test_plain_data_and_tensors_pass_the_allow_list():
+    value = {"items": [torch.arange(3)], "kind": "tensor", "dtype": torch.float16, "x": (1.5, None, "s")}
+    out = unpickle(value)
+    assert torch.equal(out["items"][0], torch.arange(3)) and out["dtype"] is torch.float16 and out["x"] == (1.5, None, "s")
+
+
+class Evil:
+    def __reduce__(self):
+        return (os.system, ("echo pwned",))
+
+
+class TensorSubclass(torch.Tensor):
+    pass
+
+
+@pytest.mark.parametrize("obj", [Evil(), torch.arange(3).as_subclass(TensorSubclass), pickle.Pickler])
+def test_anything_else_is_refused(obj):
+    with pytest.raises(channel.UnsafeReply):
+        unpickle(obj)
+
+
+def test_a_reply_that_stops_mid_message_raises_instead_of_hanging():
+    ours, theirs = Pipe()
+    channel.bound_stalls(ours, 0.3)
+    os.write(theirs.fileno(), (1000).to_bytes(4, "big") + b"only part")  # a header promising more than comes
+    started = time.monotonic()
+    with pytest.raises(BlockingIOError):
+        channel.recv_restricted(ours)
+    assert time.monotonic() - started < 5
+
+
+def test_a_peer_that_stops_reading_cannot_block_our_sends():
+    ours, theirs = Pipe()
+    channel.bound_stalls(ours, 0.3)
+    with pytest.raises(BlockingIOError):
+        for _ in range(1000):  # the socket's buffer fills, then a send makes no progress
+            ours.send_bytes(b"x" * 65536)
+
+
+def test_an_oversized_reply_is_refused(monkeypatch):
+    monkeypatch.setattr(channel, "MAX_REPLY_BYTES", 1024)
+    ours, theirs = Pipe()
+    theirs.send_bytes(b"x" * 4096)
+    with pytest.raises(channel.OversizedReply):
+        channel.recv_restricted(ours)
