@@ -87,12 +87,11 @@ def main(argv=None) -> int:
     parser.add_argument("--levels", default="1,2,3", help="levels to take problems from (default 1,2,3)")
     parser.add_argument("--every", type=int, default=1, help="take every Nth problem of each level (default all)")
     parser.add_argument("--problems", nargs="*", default=[], help="level/name prefixes, e.g. level1/51_ (instead of levels)")
-    parser.add_argument("run_args", nargs=argparse.REMAINDER, help="after --: more run.py arguments")
-    args = parser.parse_args(argv)
+    args, run_args = parser.parse_known_args(argv)  # the rest (after --) goes to run.py
     problems = select_problems(args.kernelbench_dir, [int(x) for x in args.levels.split(",")], args.problems, args.every)
     manifest = write_pairs(problems, args.out)
     run_dir = args.out / "run"
-    extra = [a for a in args.run_args if a != "--"]
+    extra = [a for a in run_args if a != "--"]
     command = [sys.executable, "run.py", "--manifest", str(manifest.resolve()), "--out", str(run_dir.resolve()),
                "--resume", *extra]
     print(" ".join(command[1:]), flush=True)

@@ -42,9 +42,13 @@ def provenance() -> dict:
             "torch": env["torch"], "cuda": env["cuda_version"], "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
 
 
+DEADLINE = [float("inf")]  # monotonic time by which the part's commands must end (--budget)
+
+
 def run_logged(command: list, log: Path, timeout: float, env: dict | None = None) -> tuple[int, float]:
     """Run a command from the repository root, its output to `log`; (exit status, wall seconds)."""
     started = time.monotonic()
+    timeout = max(1.0, min(timeout, DEADLINE[0] - started))
     with open(log, "w") as out:
         try:
             code = subprocess.run(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, timeout=timeout,
@@ -176,6 +180,8 @@ def main() -> int:
     parser.add_argument("args", nargs="*", help="kernelbench: the KernelBench folder; tests: pytest arguments; "
                                                 "summary: folders holding acceptance-*.json")
     parser.add_argument("--out", type=Path, help="where the part writes its record and logs")
+    parser.add_argument("--budget", type=float, default=3000, help="seconds for the part's commands in all (a command "
+                                                                   "cut off records exit 124 and what it finished)")
     args, unknown = parser.parse_known_args()
     if args.part == "summary":
         records = [json.loads(p.read_text()) for folder in args.args for p in sorted(Path(folder).glob("acceptance-*.json"))]
@@ -183,6 +189,7 @@ def main() -> int:
         print(summary(sorted(records, key=lambda r: (order[r["part"]], r["provenance"]["date"]))))
         return 0
     args.out.mkdir(parents=True, exist_ok=True)
+    DEADLINE[0] = time.monotonic() + args.budget
     started = provenance()
     if args.part == "readme":
         data = part_readme(args.out)
