@@ -156,3 +156,19 @@ def test_graphs_can_be_refused_and_must_reproduce_the_call():
     assert timer.prepare(lambda: torch.sigmoid(x), warmup=3, allow_graph=False) == "batched_events"
     assert timer.prepare(lambda: torch.sigmoid(x), warmup=3) == "cuda_graph"
     assert timer.replay_reproduces_call()
+
+
+def test_nvml_tells_the_gpu_memory_of_a_process_group():
+    """What the judge blames a candidate with: the memory a worker's process group holds, from NVML."""
+    from harness import clocks
+
+    holder = subprocess.Popen([sys.executable, "-c", "import torch, time; x = torch.empty(2 << 30, dtype=torch.uint8, "
+                               "device='cuda'); print('ready', flush=True); time.sleep(60)"],
+                              stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        held = clocks.gpu_memory_of_groups(0, [holder.pid, 1])
+        assert held is not None and held[0] >= 2 << 30 and held[1] == 0, held
+    finally:
+        holder.kill()
+        holder.wait()

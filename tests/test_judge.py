@@ -79,3 +79,25 @@ def test_a_failure_of_the_judge_is_a_harness_error_not_the_candidates(tmp_path):
     assert "Traceback" in (tmp_path / "run" / "logs" / "fx_relu__correct_torch.judge.log").read_text()
     assert proc.returncode == 3, proc.stderr
     assert "HARNESS ERROR" in proc.stderr and "<error" in (tmp_path / "junit.xml").read_text()
+
+
+def test_out_of_memory_on_the_reference_side_is_the_candidates_when_it_holds_the_memory(monkeypatch):
+    """blame_for_memory: NVML's per-process figures decide; without them nobody is blamed (a harness_error)."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from harness import clocks
+    from harness.judge import PairJudge
+
+    judge = SimpleNamespace(device=torch.device("cuda", 0), sandbox=SimpleNamespace(proc=SimpleNamespace(pid=11)),
+                            ref_sandbox=SimpleNamespace(proc=SimpleNamespace(pid=22)))
+    message = "the reference's timing worker failed: forward raised OutOfMemoryError: CUDA out of memory"
+    monkeypatch.setattr(clocks, "gpu_memory_of_groups", lambda index, groups: [70 << 30, 1 << 30])
+    verdict = PairJudge.blame_for_memory(judge, message)
+    assert verdict.status.value == "runtime_error" and "held 70.0 GiB" in verdict.error
+    monkeypatch.setattr(clocks, "gpu_memory_of_groups", lambda index, groups: [2 << 30, 1 << 30])
+    assert PairJudge.blame_for_memory(judge, message) is None  # no more than its share: not the candidate's doing
+    monkeypatch.setattr(clocks, "gpu_memory_of_groups", lambda index, groups: None)
+    assert PairJudge.blame_for_memory(judge, message) is None  # NVML cannot say
+    assert PairJudge.blame_for_memory(judge, "the reference's timing worker failed: KeyError") is None
