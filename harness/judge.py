@@ -123,6 +123,7 @@ class PairJudge(PairTiming):
         with self.reference_side():
             self.ref_sandbox.greet(str(self.device), self.cfg["cold_cache"], env)
         state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}  # a copy: ours stays private
+        self.hand_over()
         for op, timeout, args in (
                 ("import", self.cfg["compile_timeout"], lambda path, source, name: dict(
                     path=path, source=source, overrides=self.job["overrides"], class_name=name,
@@ -159,11 +160,19 @@ class PairJudge(PairTiming):
     def run_candidate(self, shared: list, ref_out) -> dict:
         """One candidate call on the shared inputs; its reply, structure-checked."""
         sizes = [t.numel() * t.element_size() for t in check.items(ref_out)]
+        self.hand_over()
         reply = self.expect_ok(self.sandbox.request("run", self.cfg["timeout"], inputs=shared, poison_sizes=sizes))
         problem = check.structure_problem(ref_out, reply)
         if problem:
             raise Verdict(Status.INCORRECT, problem)
         return reply
+
+    def hand_over(self) -> None:
+        """Finish our queued GPU work before a worker reads tensors we send it: a worker that maps a storage it
+        has mapped before reuses the mapping and does not wait for our writes to it (seen on the H100: the
+        determinism rerun read half-restored 6.4 GB inputs and was flagged nondeterministic)."""
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
 
     @contextlib.contextmanager
     def reference_side(self):

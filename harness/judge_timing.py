@@ -184,11 +184,13 @@ class PairTiming:
         so a candidate that caches results by input pointer, shape or content replays nothing."""
         with self.phase("timing.refresh"):
             self.round_inputs = self.make_inputs(ROUND_SEED_OFFSET + index, wide=False)
+            candidate_copy = inputs_mod.clone_tensors(self.round_inputs)
+            self.hand_over()
             # The reference's worker (trusted) copies from our own tensors; the candidate's gets a copy of
             # them, since it could write into what it is sent, and we check its output against round_inputs.
             with self.reference_side():
                 self.ref_sandbox.send("refresh_timing_inputs", inputs=self.round_inputs)
-            self.sandbox.send("refresh_timing_inputs", inputs=inputs_mod.clone_tensors(self.round_inputs))
+            self.sandbox.send("refresh_timing_inputs", inputs=candidate_copy)
             with self.reference_side():
                 self.expect_ok(self.ref_sandbox.receive("refresh_timing_inputs", self.cfg["timeout"]))
             self.expect_ok(self.sandbox.receive("refresh_timing_inputs", self.cfg["timeout"]))
@@ -225,7 +227,9 @@ class PairTiming:
 
     def prepare_side(self, sandbox, inputs: list) -> tuple:
         """Give a worker its own copy of the timing inputs and let it warm up; its (method, batch)."""
-        self.expect_ok(sandbox.request("set_timing_inputs", self.cfg["timeout"], inputs=inputs_mod.clone_tensors(inputs)))
+        copy = inputs_mod.clone_tensors(inputs)
+        self.hand_over()
+        self.expect_ok(sandbox.request("set_timing_inputs", self.cfg["timeout"], inputs=copy))
         release_cached_memory(self.device)
         return self.prepare_again(sandbox, allow_graph=True)
 
