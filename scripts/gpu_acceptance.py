@@ -130,13 +130,14 @@ def part_tests(out: Path, pytest_args: list) -> dict:
 def speed(row: dict) -> str:
     if row.get("speedup") is None:
         return "-"
-    return f"{row['speedup']:.3f} [{row['speedup_ci_low']:.3f}, {row['speedup_ci_high']:.3f}]"
+    low, high = row["speedup_ci"] if "speedup_ci" in row else (row["speedup_ci_low"], row["speedup_ci_high"])
+    return f"{row['speedup']:.3f} [{low:.3f}, {high:.3f}]"
 
 
 def pairs_table(rows: list, name_key: str = "solution") -> list[str]:
     lines = ["| problem | candidate | status | speedup [95% CI] | flags / reason |", "|---|---|---|---|---|"]
     for r in rows:
-        notes = ", ".join(r.get("flags") or []) + (f"; {r['error'][:140]}" if r.get("error") else "")
+        notes = "; ".join(x for x in (", ".join(r.get("flags") or []), (r.get("error") or "")[:140]) if x)
         lines.append(f"| {r['problem']} | {r.get(name_key, '')} | {r['status']} | {speed(r)} | {notes.replace('|', '/')} |")
     return lines
 
