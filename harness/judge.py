@@ -17,10 +17,9 @@ from pathlib import Path
 import torch
 from torch.utils.flop_counter import FlopCounterMode  # imported ahead of the pair: it takes a while
 
-from harness import check, inputs as inputs_mod, roofline, timing
+from harness import check, clocks, inputs as inputs_mod, roofline, timing
 from harness.builds import candidate_build_env
 from harness.config import PRECISIONS, tolerance_for
-from harness import clocks
 from harness.judge_timing import PairTiming, release_cached_memory
 from harness.load import load_module
 from harness.records import WORKER_STATUSES, Result, Status, Verdict, failure, first_compiler_error, one_line
@@ -86,7 +85,7 @@ class PairJudge(PairTiming):
                     out = self.model(*inputs)
                 self.flops = counter.get_total_flops()
                 return out
-        except torch.OutOfMemoryError:
+        except torch.cuda.OutOfMemoryError:
             raise  # whose memory it was is decided in run()
         except Exception as exc:
             raise Verdict(Status.RUNTIME_ERROR, f"problem's forward raised {type(exc).__name__}: {exc}") from None
@@ -241,7 +240,7 @@ class PairJudge(PairTiming):
         try:
             return inputs_mod.make_inputs(self.problem, seed, self.device,
                                           self.cfg["wide_input_scale"] if wide else None, self.dtype)
-        except torch.OutOfMemoryError:
+        except torch.cuda.OutOfMemoryError:
             raise  # whose memory it was is decided in run()
         except Exception as exc:
             raise Verdict(Status.RUNTIME_ERROR, f"problem's get_inputs() failed: {type(exc).__name__}: {exc}") from None
@@ -328,7 +327,7 @@ class PairJudge(PairTiming):
             self.end_with(verdict)
         except WorkerFailure as failure_:
             self.end_with(Verdict(Status(failure_.status), str(failure_)))
-        except torch.OutOfMemoryError as exc:  # in this process: the reference's outputs, inputs or checks
+        except torch.cuda.OutOfMemoryError as exc:  # in this process: the reference's outputs, inputs or checks
             message = f"the judge ran out of GPU memory in stage '{self.stage}': {exc}"
             self.end_with(self.blame_for_memory(message) or Verdict(Status.HARNESS_ERROR, message))
         except Exception as exc:  # the harness's own failure, never the candidate's status

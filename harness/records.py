@@ -23,10 +23,6 @@ class Status(str, enum.Enum):
     HARNESS_ERROR = "harness_error"  # the harness failed (its own exception, a judge that died): not the candidate
 
 
-# Statuses that say something about the candidate (harness_error says something about the run).
-CANDIDATE_STATUSES = tuple(s.value for s in Status if s != Status.HARNESS_ERROR)
-
-
 # Flags add what is suspicious without deciding the status.
 FLAGS = (
     "input_mutated",
