@@ -16,7 +16,8 @@ from rich.live import Live
 from rich.table import Table
 
 from harness import boards, discover, gate, report, runner, store
-from harness.config import ConfigError, build_config
+from harness.config import build_config
+from harness.errors import UserError
 from harness.records import Result
 
 EXAMPLES = """examples:
@@ -87,8 +88,16 @@ def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv=None) -> int:
-    """Dispatch to a subcommand or run an evaluation; return the exit status."""
+    """Dispatch to a subcommand or run an evaluation; return the exit status. A user's error (UserError, from
+    any stage) is one line and exit 2: this is the one place that catches it."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return dispatch(argv)
+    except UserError as exc:
+        return fail(str(exc))
+
+
+def dispatch(argv: list) -> int:
     if argv[:1] == ["list"]:
         return list_command(argv[1:])
     if argv[:1] == ["report"]:
@@ -97,11 +106,7 @@ def main(argv=None) -> int:
         return lint_command(argv[1:])
     if argv[:1] == ["compare"]:
         return compare_command(argv[1:])
-    args = run_parser().parse_args(argv)
-    try:
-        return evaluate(args, argv)
-    except (ConfigError, discover.DiscoveryError, runner.UsageError) as exc:
-        return fail(str(exc))
+    return evaluate(run_parser().parse_args(argv), argv)
 
 
 def evaluate(args, argv: list) -> int:
@@ -231,14 +236,15 @@ def check_gate_arguments(args) -> None:
             raise discover.DiscoveryError(f"--{name.replace('_', '-')} needs --gate")
     if args.baseline and not Path(args.baseline).is_file():
         raise discover.DiscoveryError(f"--baseline {args.baseline}: no such file")
+    # Read now, before any pair runs: a file that is no leaderboard is a usage error, not a wasted run.
+    args.baseline_rows = gate.read_baseline(Path(args.baseline)) if args.baseline else None
 
 
 def publish(run_dir: Path, recorded: list[Result], results: list[Result], args) -> int:
     """Leaderboard, aggregates, summary and plots of every pair recorded in the run directory; JUnit and the
     GitHub step summary on request; the gate's exit status for `results` (the pairs this command named)."""
     boards.write_boards(run_dir, recorded, read_meta(run_dir))
-    baseline = gate.read_baseline(Path(args.baseline)) if args.baseline else None
-    failures = gate.gate_failures(results, args.min_speedup, baseline) if args.gate else \
+    failures = gate.gate_failures(results, args.min_speedup, args.baseline_rows) if args.gate else \
         gate.gate_failures(results)  # JUnit without --gate: the pairs that are not correct fail
     if args.junit:
         store.write_atomic(Path(args.junit), gate.junit_xml(results, failures))
@@ -283,13 +289,10 @@ def list_command(argv: list) -> int:
     parser.add_argument("--problems-root", metavar="DIR", help="a problem tree such as KernelBench's")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="override a module constant")
     args = parser.parse_args(argv)
-    try:
-        overrides = discover.parse_set(args.set)
-        names = args.problem or ([args.problems_root] if args.problems_root else [str(discover.PROBLEMS_DIR)])
-        roots = (Path(args.problems_root),) if args.problems_root else ()
-        paths = [p for name in names for p in discover.resolve_problem(name, roots)]
-    except discover.DiscoveryError as exc:
-        return fail(str(exc))
+    overrides = discover.parse_set(args.set)
+    names = args.problem or ([args.problems_root] if args.problems_root else [str(discover.PROBLEMS_DIR)])
+    roots = (Path(args.problems_root),) if args.problems_root else ()
+    paths = [p for name in names for p in discover.resolve_problem(name, roots)]
     from harness import problem_info  # imports torch: only for this command
 
     console = report.wide_console()
@@ -315,12 +318,9 @@ def lint_command(argv: list) -> int:
     parser.add_argument("--device", default="auto")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
     args = parser.parse_args(argv)
-    try:
-        discover.parse_set(args.set)
-        paths = [p for name in args.problem for p in discover.resolve_problem(name)]
-        device = runner.resolve_device(args.device, runner.probe_environment())
-    except (ConfigError, discover.DiscoveryError, runner.UsageError) as exc:
-        return fail(str(exc))
+    discover.parse_set(args.set)
+    paths = [p for name in args.problem for p in discover.resolve_problem(name)]
+    device = runner.resolve_device(args.device, runner.probe_environment())
     console, found = report.wide_console(), 0
     for path in paths:  # in a subprocess: this process never imports torch
         proc = subprocess.run([sys.executable, "-m", "harness.lint", str(path), device, *args.set],
@@ -345,10 +345,7 @@ def report_command(argv: list) -> int:
     path = Path(args.dir) / "results.jsonl"
     if not path.is_file():
         return fail(f"no results.jsonl in '{args.dir}'")
-    try:
-        check_gate_arguments(args)
-    except discover.DiscoveryError as exc:
-        return fail(str(exc))
+    check_gate_arguments(args)
     records, torn = store.read_jsonl(path)
     results = latest_results(records)
     report.write_tables(Path(args.dir), results)

@@ -10,13 +10,15 @@ from typing import Any, Optional
 
 import yaml
 
+from harness.errors import UserError
+
 DEFAULT_PATH = Path(__file__).resolve().parent.parent / "configs" / "default.yaml"
 DTYPES = ("float32", "float16", "bfloat16", "float64")
 # Keys that say where files go, not what is measured: left out of the config hash.
 UNHASHED = ("results_dir", "build_cache_dir", "peaks_cache_dir", "output_limit_bytes")
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError):
     """A bad configuration: the CLI prints it and exits 2."""
 
 

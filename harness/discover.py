@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+from harness.errors import UserError
+
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEMS_DIR = ROOT / "problems"
 SOLUTIONS_DIR = ROOT / "solutions"
@@ -18,7 +20,7 @@ RESPONSE_SUFFIXES = (".txt", ".md")
 CUDA_MARKERS = re.compile(r"cuda_sources\s*=|__global__|<<<|\btriton\b")
 
 
-class DiscoveryError(ValueError):
+class DiscoveryError(UserError):
     """A usage error found while resolving problems or candidates (the CLI exits 2)."""
 
 

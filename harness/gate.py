@@ -10,6 +10,7 @@ from xml.etree import ElementTree
 
 import pandas as pd
 
+from harness.errors import UserError
 from harness.records import Result
 
 
@@ -28,10 +29,13 @@ class Change:
 
 def read_baseline(path: Path) -> dict:
     """A leaderboard CSV as {(problem, candidate): row}; the columns the gate reads must be there."""
-    frame = pd.read_csv(path)
+    try:
+        frame = pd.read_csv(path)
+    except (OSError, ValueError) as exc:  # pandas' parser errors are ValueErrors
+        raise UserError(f"--baseline {path}: cannot read it as CSV ({type(exc).__name__}: {exc})") from None
     missing = {"problem", "candidate", "speedup", "speedup_ci_low", "speedup_ci_high"} - set(frame.columns)
     if missing:
-        raise ValueError(f"baseline {path}: not a leaderboard.csv (no {', '.join(sorted(missing))} column)")
+        raise UserError(f"--baseline {path}: not a leaderboard.csv (no {', '.join(sorted(missing))} column)")
     return {(row["problem"], row["candidate"]): row for row in frame.to_dict("records")}
 
 

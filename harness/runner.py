@@ -18,6 +18,7 @@ from typing import Callable, Optional
 
 from harness import builds, discover, judges, store
 from harness.config import config_hash
+from harness.errors import UserError
 from harness.records import Result, Status, failure
 from harness.procs import make_undumpable
 
@@ -32,7 +33,7 @@ print(json.dumps({"torch": torch.__version__, "cuda_version": torch.version.cuda
 """
 
 
-class UsageError(ValueError):
+class UsageError(UserError):
     """A request this machine cannot serve, such as --device cuda without a GPU (the CLI exits 2)."""
 
 

@@ -33,6 +33,9 @@ def records(run_dir):
     (["--problem", "sigmoid", "--resume"], "--resume needs --out"),
     (["--problem", "sigmoid", "--baseline", "board.csv"], "--baseline needs --gate"),
     (["--problem", "sigmoid", "--gate", "--baseline", "no/such/board.csv"], "no such file"),
+    (["--problem", "sigmoid", "--gate", "--baseline", "requirements.txt"], "not a leaderboard.csv"),
+    (["report", "tests/fixtures/reports", "--gate", "--baseline", "requirements.txt"], "not a leaderboard.csv"),
+    (["report", "tests/fixtures/reports", "--gate", "--baseline", "README.md"], "--baseline README.md"),
 ])
 def test_usage_errors_exit_2_with_a_message(args, message):
     out = run_cli(*args)

@@ -1,0 +1,6 @@
+"""The one kind of error a user makes (a bad flag, path, config or baseline): the CLI prints it as one line
+and exits 2. Each stage raises its own subclass; only `cli.main` catches them."""
+
+
+class UserError(ValueError):
+    """A request the harness cannot serve as given; the message says what to change."""
