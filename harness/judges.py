@@ -105,13 +105,17 @@ class Judge:
         except subprocess.TimeoutExpired:  # stuck in the kernel (a GPU driver call): leave it, move on
             pass
 
+    def reap(self, wait_s: float = 30) -> None:
+        """Wait for a judge that has said its last (its Result, or its death), at most `wait_s`; then kill it."""
+        try:
+            self.proc.wait(wait_s)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
     def dismiss(self) -> None:
         """Let an unused judge go: an empty line tells it to stop its workers and exit."""
         self.write("\n", last=True)
-        try:
-            self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            self.kill()
+        self.reap()
         self.log_path.unlink(missing_ok=True)
 
 
@@ -179,12 +183,13 @@ def run_judge(job: dict, judge: Judge, cfg: dict, log_dir: Path, stem: str,
                                f"the judge was still in stage '{stage}' after its deadline of {deadlines[stage]:g} s "
                                f"and was stopped (see logs/{stem}.judge.log)")
             if line is None:
-                judge.proc.wait()
+                judge.reap()
                 return failure(problem, solution, Status.HARNESS_ERROR,
                                f"the judge process died in stage '{stage}' (exit code {judge.proc.returncode}); "
                                f"see logs/{stem}.judge.log")
             message = parse_line(line)
             if "result" in message:
+                judge.reap()  # it exits right after its Result
                 return Result.from_dict(message["result"])
             if message.get("stage") in deadlines:
                 stage, started = message["stage"], time.monotonic()

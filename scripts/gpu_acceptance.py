@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -30,7 +31,7 @@ README_COMMANDS = [
 ]
 BOARD = ROOT / "results" / "leaderboards" / "h100"  # made with --device cuda:0: the same verdicts are expected
 KERNELBENCH_PROBLEMS = ["level1/51_", "level1/61_", "level2/61_", "level2/91_"]
-WORK = Path(os.environ.get("ACCEPTANCE_WORK", "/tmp/gpu-acceptance"))  # run folders: too many files to bring back
+WORK = Path(os.environ.get("ACCEPTANCE_WORK", Path(tempfile.gettempdir()) / "gpu-acceptance"))  # run folders: too many files to bring back
 
 
 def provenance() -> dict:
