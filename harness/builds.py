@@ -8,7 +8,6 @@ The runner only calls `prebuild`, which starts this module as a process: the run
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from harness.discover import sha256_text
 from harness.records import Result, Status, failure, first_compiler_error, one_line
 
 BUILD_FAILURE = re.compile(r"Error building extension '[^']*'")
@@ -85,7 +85,7 @@ def toolchain_root(cache_dir: Path, torch_version: str, cuda_version: Optional[s
 
 def source_folder(root: Path, source: str) -> Path:
     """Where one candidate's extensions are built: a folder per content of its source."""
-    return Path(root) / hashlib.sha256(source.encode()).hexdigest()[:16]
+    return Path(root) / sha256_text(source)[:16]
 
 
 def candidate_build_env(build_dir: str) -> dict:
