@@ -1,6 +1,7 @@
 """The GPU acceptance check, in parts that each fit one call of a lent GPU machine, and their summary.
 
-    python scripts/gpu_acceptance.py readme --out DIR       # the README's commands, exactly as typed (no --device)
+    python scripts/gpu_acceptance.py readme --out DIR       # the README's commands, exactly as typed (no --device),
+                                                             # then the last with --device cuda:0 to compare
     python scripts/gpu_acceptance.py kernelbench KB --out DIR  # KernelBench problems against themselves (KB: the
                                                              # folder holding level1/, level2/)
     python scripts/gpu_acceptance.py tests --out DIR [PYTEST ARGS]  # pytest -m gpu (all GPU tests, or those named)
@@ -29,6 +30,8 @@ README_COMMANDS = [
     ["python", "run.py", "--problem", "sigmoid", "--problem", "hardsigmoid", "--problem",
      "gemm_sigmoid_scaling_residualadd", "--problem", "matmul_sigmoid_sum"],
 ]
+# The last README command again with --device cuda:0, in the same call: the no-flag run must give its verdicts.
+EXPLICIT_DEVICE = [*README_COMMANDS[-1], "--device", "cuda:0"]
 BOARD = ROOT / "results" / "leaderboards" / "h100"  # made with --device cuda:0: the same verdicts are expected
 KERNELBENCH_PROBLEMS = ["level1/51_", "level1/61_", "level2/61_", "level2/91_"]
 WORK = Path(os.environ.get("ACCEPTANCE_WORK", Path(tempfile.gettempdir()) / "gpu-acceptance"))  # run folders: too many files to bring back
@@ -70,24 +73,29 @@ def pair_rows(run_dir: Path) -> list[dict]:
 
 
 def part_readme(out: Path) -> dict:
-    """The README's commands, typed exactly: which run folder each made, and its verdicts; the four problems'
-    verdicts compared with the committed H100 board (made with --device cuda:0)."""
+    """The README's commands, typed exactly, then the last one with --device cuda:0: which run folder each made and
+    its verdicts; the no-flag four-problem run compared with the explicit-device run and the committed H100 board."""
     from harness import cli, gate
 
     python = shutil.which("python") or sys.executable
-    commands = []
-    for i, command in enumerate(README_COMMANDS):
+    commands, folders = [], []
+    for i, command in enumerate([*README_COMMANDS, EXPLICIT_DEVICE]):
         before = set((ROOT / "results").iterdir())
         code, wall = run_logged([python, *command[1:]], out / f"readme-{i}.log", timeout=1200)
         made = sorted(set((ROOT / "results").iterdir()) - before)
         entry = {"command": " ".join(command), "exit": code, "wall_s": wall, "run_dir": [str(m.name) for m in made]}
-        if made and (made[-1] / "results.jsonl").exists():
-            entry["pairs"] = pair_rows(made[-1])
-            shutil.copy(made[-1] / "results.jsonl", out / f"readme-{i}-results.jsonl")
-            if i == len(README_COMMANDS) - 1:
-                changes = gate.compare_runs(cli.load_results(BOARD), cli.load_results(made[-1]))
-                entry["against_board"] = [vars(c) for c in changes]
+        folders.append(made[-1] if made and (made[-1] / "results.jsonl").exists() else None)
+        if folders[-1]:
+            entry["pairs"] = pair_rows(folders[-1])
+            shutil.copy(folders[-1] / "results.jsonl", out / f"readme-{i}-results.jsonl")
         commands.append(entry)
+    no_flag, explicit = folders[len(README_COMMANDS) - 1], folders[-1]
+    if no_flag:
+        now = cli.load_results(no_flag)
+        commands[len(README_COMMANDS) - 1]["against_board"] = [vars(c) for c in gate.compare_runs(cli.load_results(BOARD), now)]
+        if explicit:
+            commands[len(README_COMMANDS) - 1]["against_explicit"] = [
+                vars(c) for c in gate.compare_runs(cli.load_results(explicit), now)]
     return {"commands": commands}
 
 
@@ -143,6 +151,14 @@ def pairs_table(rows: list, name_key: str = "solution") -> list[str]:
     return lines
 
 
+def change_row(c: dict) -> str:
+    """One pair of a run-to-run comparison as a table row."""
+    status = c["new_status"] if c["old_status"] == c["new_status"] else f"{c['old_status']} -> {c['new_status']}"
+    old = "-" if c["old_speedup"] is None else f"{c['old_speedup']:.3f}"
+    new = "-" if c["new_speedup"] is None else f"{c['new_speedup']:.3f}"
+    return f"| {c['problem']} | {c['candidate']} | {status} | {old} -> {new} | {c['verdict']} |"
+
+
 def summary(records: list[dict]) -> str:
     """The Markdown summary of every part record given."""
     lines = ["# GPU acceptance", "", "Made by `scripts/gpu_acceptance.py` (its parts ran in separate calls of a lent GPU "
@@ -164,15 +180,15 @@ def summary(records: list[dict]) -> str:
                 lines += pairs_table(entry["adversarial"]) + [""]
             if entry.get("pairs"):
                 lines += pairs_table(entry["pairs"]) + [""]
-            if entry.get("against_board"):
-                lines += ["Against the committed H100 board (`results/leaderboards/h100`, made with `--device cuda:0`):", "",
-                          "| problem | candidate | status (board -> now) | speedup (board -> now) | change |", "|---|---|---|---|---|"]
-                for c in entry["against_board"]:
-                    status = c["new_status"] if c["old_status"] == c["new_status"] else f"{c['old_status']} -> {c['new_status']}"
-                    old = "-" if c["old_speedup"] is None else f"{c['old_speedup']:.3f}"
-                    new = "-" if c["new_speedup"] is None else f"{c['new_speedup']:.3f}"
-                    lines.append(f"| {c['problem']} | {c['candidate']} | {status} | {old} -> {new} | {c['verdict']} |")
-                lines.append("")
+            for key, title, name in (
+                    ("against_explicit", "Against the same command with `--device cuda:0`, run just after it in the same "
+                     "call:", "cuda:0"),
+                    ("against_board", "Against the committed H100 board (`results/leaderboards/h100`, made with "
+                     "`--device cuda:0`):", "board")):
+                if entry.get(key):
+                    lines += [title, "", f"| problem | candidate | status ({name} -> no flag) | speedup ({name} -> no flag) "
+                              "| change |", "|---|---|---|---|---|"]
+                    lines += [change_row(c) for c in entry[key]] + [""]
     return "\n".join(lines)
 
 
