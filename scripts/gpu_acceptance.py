@@ -118,6 +118,7 @@ def part_tests(out: Path, pytest_args: list) -> dict:
     from xml.etree import ElementTree
 
     adversarial = WORK / "adversarial"
+    shutil.rmtree(adversarial, ignore_errors=True)  # an earlier part's run on a warm machine is not this one's
     junit = out / "pytest-gpu.xml"
     command = [sys.executable, "-m", "pytest", "-m", "gpu", "-p", "no:cacheprovider", f"--junitxml={junit}", *pytest_args]
     code, wall = run_logged(command, out / "pytest-gpu.log", timeout=3000,
