@@ -41,6 +41,7 @@ LEADERBOARD_COLUMNS = [
     ("harness", "git commit of the harness, or sha:<hash of harness/*.py> without a git checkout"),
     ("date", "UTC date the pair was judged (YYYY-MM-DD)"),
     ("reason", "one-line reason for a status other than correct"),
+    ("schema_version", "version of the result schema the row was made from (readers refuse others)"),
 ]
 FAST_P = (0.0, 1.0, 1.5, 2.0)
 AGGREGATE_COLUMNS = [
@@ -68,14 +69,14 @@ def leaderboard(results: list[Result], meta: Optional[dict] = None) -> pd.DataFr
     for r in results:
         rows.append({
             "problem": r.problem, "candidate": r.solution, "candidate_set": candidate_set(r), "backend": r.backend,
-            "precision": r.precision or (meta.get("config") or {}).get("precision", "fp32"), "status": r.status,
+            "precision": r.precision or (meta.get("config") or {}).get("precision", "fp32"), "status": r.status.value,
             "flags": ";".join(sorted(set(r.flags))), "speedup": r.speedup, "speedup_ci_low": r.speedup_ci_low,
             "speedup_ci_high": r.speedup_ci_high, "tie": r.tie, "ref_ms": r.ref_ms, "new_ms": r.new_ms,
             "sol_pct": r.sol_pct, "ref_sol_pct": r.ref_sol_pct, "gbps": r.gbps, "tflops": r.tflops,
             "max_abs_err": r.max_abs_err, "gpu": r.gpu, "device": r.device,
             "torch": r.torch_version or meta.get("torch"), "cuda": r.cuda_version or meta.get("cuda_version"),
             "harness": r.harness or meta_harness(meta), "date": (r.finished_at or meta.get("started") or "")[:10],
-            "reason": r.error,
+            "reason": r.error, "schema_version": r.schema_version,
         })
     frame = pd.DataFrame(rows, columns=[c for c, _ in LEADERBOARD_COLUMNS if c != "rank"])
     frame["_status"] = frame["status"].map(lambda s: STATUS_ORDER.index(s) if s in STATUS_ORDER else len(STATUS_ORDER))

@@ -19,15 +19,26 @@ from pathlib import Path
 from typing import Optional
 
 from harness.discover import sha256_text
-from harness.records import Result, Status, failure, first_compiler_error, one_line
+from harness.records import Result, Status, failure, one_line
 
 BUILD_FAILURE = re.compile(r"Error building extension '[^']*'")
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def builds_extension(source: str) -> bool:
-    """Does the candidate compile code with torch.utils.cpp_extension?"""
-    return "load_inline" in source or "cpp_extension" in source
+def first_compiler_error(log: str) -> str:
+    """': file:line: error: ...' for the first compiler error in a build log, or ''."""
+    match = (re.search(r"([^\s/]+:\d+(?::\d+)?:\s*(?:fatal )?error[: ].*)", log)
+             or re.search(r"((?:\S+: )?error: .*)", log))
+    return f": {match.group(1).strip()}" if match else ""
+
+
+def build_failure(message: str, log: str) -> Optional[str]:
+    """torch's "Error building extension 'x'" message (which quotes the whole build log) cut to its gist, the
+    first compiler error in it or in the worker's `log`; None when the message is no failed build."""
+    found = BUILD_FAILURE.search(message)
+    if not found:
+        return None
+    return message[:found.end()] + first_compiler_error(message[found.end():] + "\n" + log)
 
 
 def pool_size(cfg: dict) -> int:
@@ -96,7 +107,8 @@ def candidate_build_env(build_dir: str) -> dict:
 def build(job: dict) -> dict:
     """Import (and perhaps construct) the candidate in a CPU-only worker: {"build_s": ...}, or
     {"status": ..., "error": ...} when a failed build ended the pair."""
-    from harness.sandbox import Sandbox, WorkerFailure  # torch comes with these: only in this process
+    from harness import channel  # torch comes with these: only in this process
+    from harness.sandbox import Sandbox, WorkerFailure
 
     cfg = job["config"]
     env = candidate_build_env(job["build_dir"])
@@ -107,7 +119,8 @@ def build(job: dict) -> dict:
         sandbox.greet("cpu", False, env)
         reply = sandbox.request("import", cfg["compile_timeout"], path=job["path"], source=job["source"],
                                 module_name="candidate_module", overrides=job["overrides"])
-        init_args = problem_init_args(job) if ok_without_build(reply) else None
+        built_nothing = isinstance(reply, channel.Ok) and isinstance(reply.payload, dict) and not reply.payload.get("build_s")
+        init_args = problem_init_args(job) if built_nothing else None
         if init_args is not None:  # nothing was built at import: ModelNew(...) may build in __init__
             reply = sandbox.request("construct", cfg["timeout"] + cfg["compile_timeout"], init_args=init_args,
                                     init_seed=cfg["init_seed"], state_dict={})
@@ -115,18 +128,11 @@ def build(job: dict) -> dict:
         return {"status": Status.TIMEOUT.value, "error": str(exc)} if exc.status == "timeout" else {}
     finally:
         sandbox.close()
-    if isinstance(reply, tuple) and len(reply) == 2 and isinstance(reply[1], dict):
-        return {"build_s": reply[1].get("build_s", 0.0)}
-    message = str(reply[2]) if isinstance(reply, tuple) and len(reply) == 3 else ""
-    found = BUILD_FAILURE.search(message)
-    if not found:
-        return {}
-    details = message[found.end():] + "\n" + sandbox.log.text()
-    return {"status": Status.COMPILE_ERROR.value, "error": one_line(message[:found.end()] + first_compiler_error(details))}
+    if isinstance(reply, channel.Ok):
+        return {"build_s": reply.payload.get("build_s", 0.0) if isinstance(reply.payload, dict) else 0.0}
+    summary = build_failure(reply.message, sandbox.log.text())
+    return {"status": Status.COMPILE_ERROR.value, "error": one_line(summary)} if summary else {}
 
-
-def ok_without_build(reply) -> bool:
-    return isinstance(reply, tuple) and len(reply) == 2 and isinstance(reply[1], dict) and not reply[1].get("build_s")
 
 
 def problem_init_args(job: dict) -> Optional[list]:

@@ -2,6 +2,9 @@
 
 Messages are pickled with torch's multiprocessing reductions. The judge unpickles the worker's replies
 with an allow-list, so a reply can never make the judge import candidate code (a Tensor subclass, say).
+
+A reply is plain data on the wire, ("ok", payload) or ("error", status, message), made by `ok` and `failed`
+in the worker and read by `parse_reply` in the judge into Ok or Failed: the one place its format is known.
 """
 from __future__ import annotations
 
@@ -10,10 +13,14 @@ import os
 import pickle
 import socket
 import struct
+from dataclasses import dataclass
 from multiprocessing.connection import Client, Connection, Listener
+from typing import Any, Union
 
 import torch
 import torch.multiprocessing  # noqa: F401  (registers the tensor reductions with ForkingPickler)
+
+from harness.records import WORKER_STATUSES
 
 # CPU tensors travel as named shared-memory files: no file descriptors to pass between unrelated processes.
 torch.multiprocessing.set_sharing_strategy("file_system")
@@ -84,3 +91,46 @@ def recv_restricted(conn: Connection):
         raise
     return RestrictedUnpickler(io.BytesIO(data)).load()
 
+
+
+@dataclass(frozen=True)
+class Ok:
+    """A request done; its payload (a dict, a list of numbers, tensors)."""
+
+    payload: Any
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A request failed in the candidate's code: one of the statuses a worker may report, and why."""
+
+    status: str
+    message: str
+
+
+Reply = Union[Ok, Failed]
+
+
+class MalformedReply(ValueError):
+    """A reply that is neither ("ok", payload) nor ("error", a worker status, message)."""
+
+
+def ok(payload: Any = None) -> tuple:
+    """The wire form of a successful reply."""
+    return ("ok", payload)
+
+
+def failed(status: str, message: str) -> tuple:
+    """The wire form of a failed request; `status` is one of WORKER_STATUSES."""
+    assert status in WORKER_STATUSES, status
+    return ("error", status, message)
+
+
+def parse_reply(reply) -> Reply:
+    """Ok or Failed from a reply's wire form. The worker is untrusted: an error may only claim a status a
+    worker can report (never `correct`), and anything else is malformed."""
+    if isinstance(reply, tuple) and len(reply) == 2 and reply[0] == "ok":
+        return Ok(reply[1])
+    if isinstance(reply, tuple) and len(reply) == 3 and reply[0] == "error" and reply[1] in WORKER_STATUSES:
+        return Failed(str(reply[1]), str(reply[2]))
+    raise MalformedReply(f"malformed reply from the worker: {str(reply)[:200]}")

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from harness import boards, discover, gate, report, runner, store
+from harness import boards, discover, environment, gate, records, report, runner, store
 from harness.config import build_config
 from harness.errors import UserError
 from harness.records import Result
@@ -116,9 +116,9 @@ def evaluate(args, argv: list) -> int:
     overrides = discover.parse_set(args.set)
     pairs = discover.find_pairs(args.problem, args.solution, args.problems_root, args.manifest)
     discover.check_overrides(sorted({p.problem_path for p in pairs}), overrides)
-    env = runner.probe_environment()
-    devices = runner.resolve_devices(args.devices, env) if args.devices else []
-    device = devices[0] if devices else runner.resolve_device(config["device"], env)
+    env = environment.probe_environment()
+    devices = environment.resolve_devices(args.devices, env) if args.devices else []
+    device = devices[0] if devices else environment.resolve_device(config["device"], env)
     run_dir = Path(args.out) if args.out else Path(config["results_dir"]) / default_run_name(sorted({p.problem for p in pairs}))
     if args.resume and not args.out:
         raise discover.DiscoveryError("--resume needs --out DIR (the run to resume)")
@@ -131,8 +131,8 @@ def evaluate(args, argv: list) -> int:
     console.print(f"{len(pairs)} pair(s) on [bold]{', '.join(devices) or device}[/] ({', '.join(env['gpus']) or 'no GPU'}), "
                   f"torch {env['torch']} -> {run_dir}/", highlight=False)
     if args.resume:
-        records, torn = store.read_jsonl(run_dir / "results.jsonl")
-        console.print(f"resuming: {len(records)} result(s) recorded" +
+        recorded, torn = records.read_results(run_dir / "results.jsonl")
+        console.print(f"resuming: {len(recorded)} result(s) recorded" +
                       (f"; [yellow]{torn} torn or unreadable line(s) ignored (those pairs run again)[/]" if torn else ""))
     results = run_with_progress(pairs, ctx, args.resume, console)
     report.print_summary(results, run_dir, console)
@@ -220,13 +220,12 @@ class StallReporter:
 
 def load_results(run_dir: Path) -> list[Result]:
     """The run's results.jsonl as Results, the last record of each key winning."""
-    return latest_results(store.read_jsonl(Path(run_dir) / "results.jsonl")[0])
+    return latest_results(records.read_results(Path(run_dir) / "results.jsonl")[0])
 
 
-def latest_results(records: list[dict]) -> list[Result]:
-    """Records as Results, the last record of each key winning."""
-    latest = {r.get("key") or id(r): Result.from_dict(r) for r in records}
-    return list(latest.values())
+def latest_results(results: list[Result]) -> list[Result]:
+    """The last Result of each key."""
+    return list({r.key or id(r): r for r in results}.values())
 
 
 def check_gate_arguments(args) -> None:
@@ -320,11 +319,11 @@ def lint_command(argv: list) -> int:
     args = parser.parse_args(argv)
     discover.parse_set(args.set)
     paths = [p for name in args.problem for p in discover.resolve_problem(name)]
-    device = runner.resolve_device(args.device, runner.probe_environment())
+    device = environment.resolve_device(args.device, environment.probe_environment())
     console, found = report.wide_console(), 0
     for path in paths:  # in a subprocess: this process never imports torch
         proc = subprocess.run([sys.executable, "-m", "harness.lint", str(path), device, *args.set],
-                              cwd=runner.ROOT, capture_output=True, text=True)
+                              cwd=environment.ROOT, capture_output=True, text=True)
         try:
             findings = json.loads(proc.stdout.strip().splitlines()[-1])["findings"]
         except (ValueError, IndexError, KeyError):
@@ -346,8 +345,8 @@ def report_command(argv: list) -> int:
     if not path.is_file():
         return fail(f"no results.jsonl in '{args.dir}'")
     check_gate_arguments(args)
-    records, torn = store.read_jsonl(path)
-    results = latest_results(records)
+    recorded, torn = records.read_results(path)
+    results = latest_results(recorded)
     report.write_tables(Path(args.dir), results)
     console = report.wide_console()
     if torn:

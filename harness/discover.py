@@ -270,6 +270,11 @@ def backend_of(source: str) -> str:
     return "torch"
 
 
+def builds_extension(source: str) -> bool:
+    """Does the candidate compile code with torch.utils.cpp_extension?"""
+    return "load_inline" in source or "cpp_extension" in source
+
+
 def cpu_only(source: str) -> Optional[str]:
     """Why a candidate cannot run on a GPU: a load_inline extension with C++ sources and no CUDA ones."""
     if "load_inline" in source and not CUDA_MARKERS.search(source):

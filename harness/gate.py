@@ -11,7 +11,7 @@ from xml.etree import ElementTree
 import pandas as pd
 
 from harness.errors import UserError
-from harness.records import Result
+from harness.records import SCHEMA_VERSION, Result, check_schema_version
 
 
 @dataclass
@@ -36,6 +36,9 @@ def read_baseline(path: Path) -> dict:
     missing = {"problem", "candidate", "speedup", "speedup_ci_low", "speedup_ci_high"} - set(frame.columns)
     if missing:
         raise UserError(f"--baseline {path}: not a leaderboard.csv (no {', '.join(sorted(missing))} column)")
+    # Boards made before the column existed are of the first version.
+    for version in set(frame["schema_version"]) if "schema_version" in frame.columns else {SCHEMA_VERSION}:
+        check_schema_version(version, f"--baseline {path}")
     return {(row["problem"], row["candidate"]): row for row in frame.to_dict("records")}
 
 

@@ -17,11 +17,6 @@ def trial_seed(secret: int, problem: str, trial: int) -> int:
     return int.from_bytes(digest[:8], "little") & (2**63 - 1)
 
 
-def clone_tensors(values: list) -> list:
-    """Copies of the tensors in a list (other values as they are): the memory a peer gets to keep."""
-    return [x.clone() if isinstance(x, torch.Tensor) else x for x in values]
-
-
 def indexed(device: torch.device) -> torch.device:
     """cuda -> cuda:N (the current GPU): torch.cuda.set_device and NVML need an index."""
     if device.type == "cuda" and device.index is None:

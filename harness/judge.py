@@ -17,12 +17,12 @@ from pathlib import Path
 import torch
 from torch.utils.flop_counter import FlopCounterMode  # imported ahead of the pair: it takes a while
 
-from harness import check, clocks, inputs as inputs_mod, roofline, timing
-from harness.builds import candidate_build_env
+from harness import channel, check, clocks, handover, inputs as inputs_mod, roofline, timing
+from harness.builds import build_failure, candidate_build_env
 from harness.config import PRECISIONS, tolerance_for
 from harness.judge_timing import PairTiming, release_cached_memory
 from harness.load import load_module
-from harness.records import WORKER_STATUSES, Result, Status, Verdict, failure, first_compiler_error, one_line
+from harness.records import Result, Status, Verdict, failure, one_line
 from harness.procs import adopt_orphans, kill_orphans, make_undumpable, my_children
 from harness.sandbox import Sandbox, WorkerFailure
 
@@ -33,8 +33,8 @@ NO_CUDA = re.compile(r"not compiled with CUDA|CUDA_HOME|no CUDA GPUs|NVIDIA driv
                      r"Cannot access accelerator|CUDA (driver|runtime|support|is not available)", re.I)
 
 
-class PairJudge(PairTiming):
-    """Judges one (problem, candidate) pair on one device: correctness here, timing in PairTiming."""
+class PairJudge:
+    """Judges one (problem, candidate) pair on one device: correctness here, then timing (PairTiming)."""
 
     def __init__(self, job: dict, workers: tuple, helpers: frozenset, report=None):
         self.job, self.cfg = job, job["config"]
@@ -43,7 +43,7 @@ class PairJudge(PairTiming):
         self.device = inputs_mod.indexed(torch.device(job["device"]))
         # --precision: float inputs and both models' weights in this dtype (None: as the problem makes them).
         self.dtype = None if self.cfg["precision"] == "fp32" else getattr(torch, PRECISIONS[self.cfg["precision"]])
-        self.result = Result(problem=job["problem"], solution=job["solution"], status=Status.CORRECT.value,
+        self.result = Result(problem=job["problem"], solution=job["solution"], status=Status.CORRECT,
                              device=str(self.device), gpu=gpu_name(self.device), precision=self.cfg["precision"])
         self.sandbox, self.ref_sandbox = workers  # the candidate's worker; the reference's timing worker
         self.helpers = helpers  # our own children that are no orphans (torch's shared-memory manager)
@@ -121,7 +121,7 @@ class PairJudge(PairTiming):
         self.sandbox.greet(str(self.device), self.cfg["cold_cache"], {**env, **candidate_build_env(self.job["build_dir"])})
         with self.reference_side():
             self.ref_sandbox.greet(str(self.device), self.cfg["cold_cache"], env)
-        state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}  # a copy: ours stays private
+        state = handover.state_copy(self.model.state_dict())
         self.hand_over()
         for op, timeout, args in (
                 ("import", self.cfg["compile_timeout"], lambda path, source, name: dict(
@@ -140,18 +140,13 @@ class PairJudge(PairTiming):
                 self.expect_ok(reference.receive(op, timeout), reference)
         self.result.compile_s = round(float(reply["build_s"]), 3)
 
-    def expect_ok(self, reply, sandbox: Sandbox | None = None):
-        """The payload of an 'ok' reply; an error reply ends the pair with its status."""
-        if isinstance(reply, tuple) and len(reply) == 2 and reply[0] == "ok":
-            return reply[1]
-        # The worker is untrusted: an error reply may only claim one of the statuses a worker can report.
-        if not (isinstance(reply, tuple) and len(reply) == 3 and reply[1] in WORKER_STATUSES):
-            raise Verdict(Status.CRASH, f"malformed reply from the worker: {str(reply)[:200]}")
-        status, message = Status(reply[1]), str(reply[2])
-        build_failure = re.search(r"Error building extension '[^']*'", message)
-        if status == Status.COMPILE_ERROR and build_failure:  # torch quotes the whole build log: keep its gist
-            details = message[build_failure.end():] + "\n" + (sandbox or self.sandbox).log.text()
-            message = message[:build_failure.end()] + first_compiler_error(details)
+    def expect_ok(self, reply: channel.Reply, sandbox: Sandbox | None = None):
+        """The payload of an Ok reply; a Failed one ends the pair with its status."""
+        if isinstance(reply, channel.Ok):
+            return reply.payload
+        status, message = Status(reply.status), reply.message
+        if status == Status.COMPILE_ERROR:  # torch quotes the whole build log: keep its gist
+            message = build_failure(message, (sandbox or self.sandbox).log.text()) or message
         if self.device.type == "cpu" and NO_CUDA.search(message):
             raise Verdict(Status.SKIPPED, f"needs a CUDA GPU, device is cpu ({message})")
         raise Verdict(status, message)
@@ -167,11 +162,8 @@ class PairJudge(PairTiming):
         return reply
 
     def hand_over(self) -> None:
-        """Finish our queued GPU work before a worker reads tensors we send it: a worker that maps a storage it
-        has mapped before reuses the mapping and does not wait for our writes to it (seen on the H100: the
-        determinism rerun read half-restored 6.4 GB inputs and was flagged nondeterministic)."""
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
+        """Our GPU work done before a worker reads what we send it (handover.ready)."""
+        handover.ready(self.device)
 
     @contextlib.contextmanager
     def reference_side(self):
@@ -216,7 +208,7 @@ class PairJudge(PairTiming):
             truth = self.truth(inputs, ref_out)
             try:
                 with self.phase("correctness.candidate"):
-                    shared = inputs_mod.clone_tensors(inputs)
+                    shared = handover.copies(inputs)
                     reply = self.run_candidate(shared, ref_out)
             except Verdict as verdict:
                 verdict.error = f"{label}: {verdict.error}"
@@ -322,7 +314,7 @@ class PairJudge(PairTiming):
                 self.start_workers()
             with self.phase("correctness"):
                 self.check_correctness()
-            self.time_pair()
+            PairTiming(self).time_pair()
         except Verdict as verdict:
             self.end_with(verdict)
         except WorkerFailure as failure_:
@@ -341,7 +333,7 @@ class PairJudge(PairTiming):
 
     def end_with(self, verdict: Verdict) -> None:
         """The pair's status, reason and flags from the verdict that ended it."""
-        self.result.status, self.result.error = verdict.status.value, one_line(verdict.error)
+        self.result.status, self.result.error = verdict.status, one_line(verdict.error)
         self.result.flags += verdict.flags
 
     def finish(self) -> None:
@@ -408,9 +400,9 @@ def main() -> None:
     helpers = frozenset(my_children())
     warm = {"HARNESS_WARM_DEVICE": warm_device} if warm_device else {}
     workers = tuple(Sandbox(warm, config["output_limit_bytes"], config["kill_grace_s"]) for _ in range(2))
-    with FlopCounterMode(display=False):  # its first use takes seconds (imports): done before the pair arrives
-        torch.ones(2).sigmoid()
-    if warm_device:  # start CUDA on our GPU too while the pair before ours runs there
+    if warm_device:  # started ahead: FlopCounterMode's first use (seconds of imports) and CUDA start
+        with FlopCounterMode(display=False):  # while the pair before ours runs; otherwise paid only when needed
+            torch.ones(2).sigmoid()
         try:
             torch.ones(1, device=warm_device)
         except Exception:  # only time is at stake: the pair will start it

@@ -1,16 +1,21 @@
 """The timing phase of a pair: reference and candidate, each in a worker, in alternating rounds,
-then statistics, roofline figures, clocks and the timing flags. Mixed into PairJudge."""
+then statistics, roofline figures, clocks and the timing flags.
+
+PairJudge (judge.py) runs correctness and then hands itself to PairTiming: this module uses the judge's
+workers, inputs and checks through it and never imports judge.py."""
 from __future__ import annotations
 
+import math
 import random
 import re
 import statistics
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from harness import check, inputs as inputs_mod, roofline, stats, timing
+from harness import check, handover, roofline, stats, timing
 from harness.clocks import ClockMonitor
 from harness.judges import CONFIRM_PAUSE_S, CONFIRM_ROUNDS  # part of the timing stage's deadline there
 from harness.records import Status, Verdict, one_line
@@ -28,8 +33,57 @@ BOOKKEEPING_OPS = re.compile(r"aten::(empty|view|reshape|_reshape|as_strided|det
                              r"_local_scalar_dense|is_|size|stride|numel|dim)")
 
 
+@dataclass
+class Requests:
+    """One side's timing requests as the judge saw them: the worker's samples (ms), the judge's own wall clock
+    around each request (ms), and the method and batch the worker timed with."""
+
+    samples_ms: list
+    judged_ms: list
+    method: str
+    batch: int
+
+
+def timer_disagrees(ref: Requests, new: Requests, cold_cache: bool, flush_ms: float) -> bool:
+    """Does the candidate's reported time disagree with the judge's own clock around its requests?
+
+    Each request's wall time should be the work it claims (calls x reported time, flushes x the judge's own
+    flush time) plus an overhead (IPC, synchronizes) that the reference's worker, running the same code,
+    shows. A worker that claims more time than passed, or whose unexplained time exceeds the reference's in
+    the same rounds by over 10% of the request plus 0.2 ms (plus the jitter of those differences), has been
+    tampered with.
+    """
+    def unexplained(side: Requests) -> list:
+        if side.method not in timing.METHODS or not isinstance(side.batch, int) or not 0 < side.batch <= timing.MAX_BATCH:
+            return None
+        calls, flushes = timing.work_per_sample(side.method, side.batch, cold_cache)
+        return [wall - calls * ms - flushes * flush_ms for ms, wall in zip(side.samples_ms, side.judged_ms)]
+
+    new_left = unexplained(new)
+    if new_left is None:
+        return True  # a method or batch size our timer never chooses
+    ref_left = unexplained(ref)
+    claimed_too_much = statistics.median(new_left) < -0.05 * statistics.median(new.judged_ms) - 0.1
+    # Round by round: both requests of a round meet the same load on the host, which their difference
+    # cancels. A forged clock hides time in most rounds, so it moves the median difference; one within three
+    # standard errors of that median (1.858 MAD / sqrt(n) for normal noise) is no evidence. (Three MADs, the
+    # spread of one difference, hid a forged clock whose hidden time varied from call to call.)
+    differences = [n - r for n, r in zip(new_left, ref_left or [0.0] * len(new_left))]
+    excess = statistics.median(differences)
+    jitter = 3 * 1.858 * median_abs_deviation(differences) / math.sqrt(len(differences))
+    return claimed_too_much or excess > TAMPER_SHARE * statistics.median(new.judged_ms) + TAMPER_SLACK_MS + jitter
+
+
 class PairTiming:
-    """Timing methods of PairJudge (which provides cfg, job, device, model, result, sandbox and helpers)."""
+    """The timing phase of one pair, run by its PairJudge (its workers, inputs, reference and checks)."""
+
+    def __init__(self, judge):
+        self.judge = judge
+        self.cfg, self.job, self.device, self.result = judge.cfg, judge.job, judge.device, judge.result
+        self.sandbox, self.ref_sandbox = judge.sandbox, judge.ref_sandbox
+        self.phase, self.reference_side, self.expect_ok = judge.phase, judge.reference_side, judge.expect_ok
+        self.hand_over = judge.hand_over
+        self.round_inputs = None
 
     def time_pair(self) -> None:
         """Reference and candidate, each in its own worker, in alternating rounds, random order within each.
@@ -45,7 +99,7 @@ class PairTiming:
     def prepare_both_sides(self) -> None:
         """Give both workers timing inputs, let them choose their timing methods, and trace one call of each."""
         cfg = self.cfg
-        private = self.make_inputs(cfg["trials"] + cfg["wide_trials"], wide=False)
+        private = self.judge.make_inputs(cfg["trials"] + cfg["wide_trials"], wide=False)
         release_cached_memory(self.device)
         with self.phase("timing_setup.prepare"):
             with self.reference_side():
@@ -120,34 +174,12 @@ class PairTiming:
         return self.time_disagrees(ref_ms, ref_judged[first:], new_ms, new_judged[first:], judge_timer)
 
     def time_disagrees(self, ref_ms, ref_judged, new_ms, new_judged, judge_timer: timing.Timer) -> bool:
-        """Does the candidate's reported time disagree with the judge's own clock around its requests?
-
-        Each request's wall time should be the work it claims (calls x reported time, flushes x the
-        judge's own flush time) plus an overhead (IPC, synchronizes) that the reference's worker, running
-        the same code, shows. A worker that claims more time than passed, or whose unexplained time
-        exceeds the reference's in the same rounds by over 10% of the request plus 0.2 ms (plus the jitter of
-        those differences), has been tampered with.
-        """
+        """timer_disagrees on these rounds, with the judge's own cache-flush time."""
         cold = self.cfg["cold_cache"]
         flush_ms = statistics.median(judge_timer.window(judge_timer.flush)[0] for _ in range(5)) if cold else 0.0
-
-        def unexplained(samples, judged, method, batch) -> list:
-            if method not in timing.METHODS or not isinstance(batch, int) or not 0 < batch <= timing.MAX_BATCH:
-                return None
-            calls, flushes = timing.work_per_sample(method, batch, cold)
-            return [wall - calls * ms - flushes * flush_ms for ms, wall in zip(samples, judged)]
-
-        new_left = unexplained(new_ms, new_judged, self.result.new_timer, self.result.new_batch or 1)
-        if new_left is None:
-            return True  # a method or batch size our timer never chooses
-        ref_left = unexplained(ref_ms, ref_judged, self.result.ref_timer, self.result.ref_batch or 1)
-        claimed_too_much = statistics.median(new_left) < -0.05 * statistics.median(new_judged) - 0.1
-        # Round by round: both requests of a round meet the same load on the host, which their difference
-        # cancels. A forged clock hides time in most rounds, so it moves the median difference; one within
-        # 3 median absolute deviations of the differences is no evidence.
-        differences = [new - ref for new, ref in zip(new_left, ref_left or [0.0] * len(new_left))]
-        excess, jitter = statistics.median(differences), 3 * median_abs_deviation(differences)
-        return claimed_too_much or excess > TAMPER_SHARE * statistics.median(new_judged) + TAMPER_SLACK_MS + jitter
+        r = self.result
+        return timer_disagrees(Requests(ref_ms, ref_judged, r.ref_timer, r.ref_batch or 1),
+                               Requests(new_ms, new_judged, r.new_timer, r.new_batch or 1), cold, flush_ms)
 
     def uses_only_reference_ops(self) -> bool:
         """From runtime traces of one call per side: did the candidate only launch what the reference does?
@@ -183,17 +215,18 @@ class PairTiming:
         """Fresh secret-seeded input contents for round `index`, copied into both workers' timing inputs,
         so a candidate that caches results by input pointer, shape or content replays nothing."""
         with self.phase("timing.refresh"):
-            self.round_inputs = self.make_inputs(ROUND_SEED_OFFSET + index, wide=False)
-            candidate_copy = inputs_mod.clone_tensors(self.round_inputs)
+            self.round_inputs = self.judge.make_inputs(ROUND_SEED_OFFSET + index, wide=False)
+            # Each worker copies its own copy into its timing inputs: the candidate could write into what it is
+            # sent, and its output is checked against round_inputs, which never leave this process.
+            reference_copy, candidate_copy = handover.copies(self.round_inputs), handover.copies(self.round_inputs)
             self.hand_over()
-            # The reference's worker (trusted) copies from our own tensors; the candidate's gets a copy of
-            # them, since it could write into what it is sent, and we check its output against round_inputs.
             with self.reference_side():
-                self.ref_sandbox.send("refresh_timing_inputs", inputs=self.round_inputs)
+                self.ref_sandbox.send("refresh_timing_inputs", inputs=reference_copy)
             self.sandbox.send("refresh_timing_inputs", inputs=candidate_copy)
             with self.reference_side():
                 self.expect_ok(self.ref_sandbox.receive("refresh_timing_inputs", self.cfg["timeout"]))
             self.expect_ok(self.sandbox.receive("refresh_timing_inputs", self.cfg["timeout"]))
+            del reference_copy, candidate_copy
             release_cached_memory(self.device, only_when_short=True)
 
     def check_timed_output(self, index: int) -> None:
@@ -202,13 +235,13 @@ class PairTiming:
             self.compare_timed_output(index)
 
     def compare_timed_output(self, index: int) -> None:
-        ref_out = self.reference(self.round_inputs)
+        ref_out = self.judge.reference(self.round_inputs)
         reply = self.expect_ok(self.sandbox.request("last_timed_output", self.cfg["timeout"]))
         problem = check.structure_problem(ref_out, reply)
         if problem:
             raise Verdict(Status.INCORRECT, f"timing round {index + 1}: {problem}", "wrong_timed_output")
         try:
-            self.compare(ref_out, reply["items"], f"timing round {index + 1}")
+            self.judge.compare(ref_out, reply["items"], f"timing round {index + 1}")
         except Verdict as verdict:
             verdict.flags.append("wrong_timed_output")
             raise
@@ -227,9 +260,8 @@ class PairTiming:
 
     def prepare_side(self, sandbox, inputs: list) -> tuple:
         """Give a worker its own copy of the timing inputs and let it warm up; its (method, batch)."""
-        copy = inputs_mod.clone_tensors(inputs)
         self.hand_over()
-        self.expect_ok(sandbox.request("set_timing_inputs", self.cfg["timeout"], inputs=copy))
+        self.expect_ok(sandbox.request("set_timing_inputs", self.cfg["timeout"], inputs=handover.copies(inputs)))
         release_cached_memory(self.device)
         return self.prepare_again(sandbox, allow_graph=True)
 
@@ -248,9 +280,9 @@ class PairTiming:
         r = self.result
         r.ref_samples_ms, r.new_samples_ms, r.timing_rounds = ref_ms, new_ms, len(ref_ms)
         r.tie, r.cache = stats.is_tie(summary), "cold" if self.cfg["cold_cache"] else "hot"
-        r.gbps, r.ref_gbps = self.bytes_moved / (r.new_ms * 1e6), self.bytes_moved / (r.ref_ms * 1e6)
-        if self.flops:
-            r.tflops, r.ref_tflops = self.flops / (r.new_ms * 1e9), self.flops / (r.ref_ms * 1e9)
+        r.gbps, r.ref_gbps = self.judge.bytes_moved / (r.new_ms * 1e6), self.judge.bytes_moved / (r.ref_ms * 1e6)
+        if self.judge.flops:
+            r.tflops, r.ref_tflops = self.judge.flops / (r.new_ms * 1e9), self.judge.flops / (r.ref_ms * 1e9)
         self.record_roofline()
         if clocks:
             r.clocks = clocks.summary()
@@ -264,8 +296,8 @@ class PairTiming:
     def record_roofline(self) -> None:
         """Percent of speed of light for both sides; a candidate faster than the floor is flagged."""
         r = self.result
-        peaks = roofline.device_peaks(self.device, self.compute_dtype, Path(self.job["peaks_dir"]))
-        r.floor_ms = roofline.floor_ms(self.bytes_moved, self.flops, peaks)
+        peaks = roofline.device_peaks(self.device, self.judge.compute_dtype, Path(self.job["peaks_dir"]))
+        r.floor_ms = roofline.floor_ms(self.judge.bytes_moved, self.judge.flops, peaks)
         r.sol_pct, r.ref_sol_pct = roofline.sol_pct(r.floor_ms, r.new_ms), roofline.sol_pct(r.floor_ms, r.ref_ms)
         if r.new_ms < roofline.BELOW_FLOOR * r.floor_ms:
             r.flags.append("below_roofline")
@@ -273,7 +305,7 @@ class PairTiming:
     def time_compiled(self, inputs: list, timer: timing.Timer) -> None:
         """torch.compile of the reference, timed the same way: a second baseline (not part of the verdict)."""
         try:
-            compiled = torch.compile(self.model)
+            compiled = torch.compile(self.judge.model)
 
             def call():
                 with torch.no_grad():

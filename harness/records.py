@@ -3,11 +3,14 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Optional
 
-SCHEMA_VERSION = 1
+from harness import store
+from harness.errors import UserError
+
+SCHEMA_VERSION = 1  # of results.jsonl records and leaderboard rows; readers refuse versions they do not know
 
 
 class Status(str, enum.Enum):
@@ -21,6 +24,11 @@ class Status(str, enum.Enum):
     CRASH = "crash"
     SKIPPED = "skipped"
     HARNESS_ERROR = "harness_error"  # the harness failed (its own exception, a judge that died): not the candidate
+
+    def __str__(self) -> str:  # "correct", in f-strings and tables alike
+        return self.value
+
+    __format__ = str.__format__
 
 
 # Flags add what is suspicious without deciding the status.
@@ -39,7 +47,18 @@ FLAGS = (
 )
 
 
-WORKER_STATUSES = ("compile_error", "runtime_error")
+WORKER_STATUSES = (Status.COMPILE_ERROR.value, Status.RUNTIME_ERROR.value)  # what a worker's reply may claim
+
+
+class SchemaError(UserError):
+    """Results written in a schema version this harness does not read."""
+
+
+def check_schema_version(version: Any, where: str) -> None:
+    """Refuse a record of a schema version other than ours (a newer harness wrote it, or it is no record)."""
+    if version != SCHEMA_VERSION:
+        raise SchemaError(f"{where}: schema_version {version!r}; this harness reads version {SCHEMA_VERSION} "
+                          f"(results written by another version of the harness: read them with that version)")
 
 
 class Verdict(Exception):
@@ -56,7 +75,7 @@ class Result:
 
     problem: str
     solution: str
-    status: str
+    status: Status
     flags: list = field(default_factory=list)
     error: Optional[str] = None
     max_abs_err: Optional[float] = None
@@ -112,22 +131,39 @@ class Result:
     finished_at: Optional[str] = None  # UTC, ISO 8601
     schema_version: int = SCHEMA_VERSION
 
+    def __post_init__(self):
+        self.status = Status(self.status)  # a str from JSON; an unknown one is a ValueError
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON-ready form, with flags sorted for stable output."""
         data = dataclasses.asdict(self)
-        data["flags"] = sorted(set(self.flags))
+        data["status"], data["flags"] = self.status.value, sorted(set(self.flags))
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Result":
-        """Build a Result from a JSON object, ignoring fields this version does not know."""
+        """Build a Result from a JSON object of this schema version, ignoring fields this version does not know."""
         known = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
 
 
+def read_results(path: Path) -> tuple[list[Result], int]:
+    """A results.jsonl as Results (every record of it, in order) and the count of torn or unreadable lines;
+    a record of another schema version, or with a status this version does not know, is a SchemaError."""
+    records, torn = store.read_jsonl(path)
+    results = []
+    for number, record in enumerate(records, 1):
+        check_schema_version(record.get("schema_version"), f"{path}, record {number}")
+        try:
+            results.append(Result.from_dict(record))
+        except (TypeError, ValueError) as exc:
+            raise SchemaError(f"{path}, record {number}: not a result of this schema ({exc})") from None
+    return results, torn
+
+
 def failure(problem: str, solution: str, status: Status, error: str, **extra: Any) -> Result:
     """A Result for a pair that did not get as far as a verdict on its numbers."""
-    return Result(problem=problem, solution=solution, status=status.value, error=one_line(error), **extra)
+    return Result(problem=problem, solution=solution, status=status, error=one_line(error), **extra)
 
 
 def one_line(text: Optional[str], limit: int = 500) -> Optional[str]:
@@ -136,10 +172,3 @@ def one_line(text: Optional[str], limit: int = 500) -> Optional[str]:
         return None
     flat = " ".join(str(text).split())
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
-
-
-def first_compiler_error(log: str) -> str:
-    """': file:line: error: ...' for the first compiler error in a build log, or ''."""
-    match = (re.search(r"([^\s/]+:\d+(?::\d+)?:\s*(?:fatal )?error[: ].*)", log)
-             or re.search(r"((?:\S+: )?error: .*)", log))
-    return f": {match.group(1).strip()}" if match else ""

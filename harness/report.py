@@ -23,7 +23,7 @@ def speedups_frame(results: list[Result]) -> pd.DataFrame:
     rows = []
     for r in results:
         row = {c: getattr(r, c) for c in CSV_COLUMNS}
-        row["flags"] = ";".join(sorted(set(r.flags)))
+        row["status"], row["flags"] = r.status.value, ";".join(sorted(set(r.flags)))
         rows.append(row)
     frame = pd.DataFrame(rows, columns=CSV_COLUMNS)
     return frame.sort_values(["problem", "speedup", "solution"], ascending=[True, False, True],

@@ -99,7 +99,7 @@ class Sandbox:
             raise WorkerFailure("crash", f"worker did not start ({how}): {self.log_tail()}")
         return result["conn"]
 
-    def request(self, op: str, timeout: float, **args):
+    def request(self, op: str, timeout: float, **args) -> channel.Reply:
         """Send one request and wait for its reply; timeouts and deaths raise WorkerFailure."""
         self.send(op, **args)
         return self.receive(op, timeout)
@@ -118,7 +118,7 @@ class Sandbox:
         except (OSError, EOFError):
             raise self._death() from None
 
-    def receive(self, op: str, timeout: float):
+    def receive(self, op: str, timeout: float) -> channel.Reply:
         """The reply to the request `op` sent last."""
         self.awaiting = None
         deadline = time.monotonic() + timeout
@@ -129,7 +129,10 @@ class Sandbox:
                 self.stop()
                 raise WorkerFailure("timeout", f"no reply to '{op}' within {timeout:g} s; worker stopped")
         try:
-            return channel.recv_restricted(self.conn)
+            return channel.parse_reply(channel.recv_restricted(self.conn))
+        except channel.MalformedReply as exc:
+            self.stop()
+            raise WorkerFailure("crash", str(exc)) from None
         except BlockingIOError:  # a reply begun, then nothing for STALL_S
             self.stop()
             raise WorkerFailure("crash", f"the reply to '{op}' stalled mid-message for {STALL_S} s; worker stopped") from None
@@ -186,7 +189,7 @@ class Sandbox:
         if self.conn is not None and not self.awaiting and self.proc.poll() is None:  # greeted and idle
             try:
                 reply = self.request("exit", timeout)
-                info = reply[1] if reply[0] == "ok" else None
+                info = reply.payload if isinstance(reply, channel.Ok) else None
             except WorkerFailure:
                 pass
         self.stop()

@@ -15,8 +15,8 @@ import signal
 import traceback
 
 from harness import timing  # first: binds the timers before any candidate code can patch them
-from harness import channel
-from harness.inputs import clone_tensors, indexed
+from harness import channel, handover
+from harness.inputs import indexed
 from harness.load import load_module
 
 import torch
@@ -82,7 +82,7 @@ def package(out, inputs: list) -> dict:
             return {"not_tensor": type(x).__qualname__}
         if x.untyped_storage().data_ptr() in input_storages:
             aliased.append(True)
-            return x.detach().clone()
+            return handover.copy(x)
         return x.detach()
 
     if isinstance(out, torch.Tensor):  # a subclass too: item() names it
@@ -96,7 +96,7 @@ def package(out, inputs: list) -> dict:
 
 
 class Worker:
-    """Request handlers; each returns a reply tuple ('ok', payload) or ('error', status, message)."""
+    """Request handlers; each returns a reply: channel.ok(payload) or channel.failed(status, message)."""
 
     def __init__(self, device: str, cold_cache: bool):
         self.device = indexed(torch.device(device))
@@ -117,10 +117,10 @@ class Worker:
         try:
             self.module = load_module(source, path, module_name, overrides)
         except BaseException as exc:  # SystemExit and KeyboardInterrupt from candidate code too
-            return ("error", "compile_error", describe(exc))
+            return channel.failed("compile_error", describe(exc))
         if not isinstance(getattr(self.module, class_name, None), type):
-            return ("error", "compile_error", f"the candidate defines no class {class_name}")
-        return ("ok", {"build_s": BUILDS["seconds"]})
+            return channel.failed("compile_error", f"the candidate defines no class {class_name}")
+        return channel.ok({"build_s": BUILDS["seconds"]})
 
     def op_construct(self, init_args: list, init_seed: int, state_dict: dict, dtype: str | None = None):
         """Build ModelNew with the problem's init inputs and the reference's weights where they match,
@@ -138,12 +138,12 @@ class Worker:
                 copied = 0
         except BaseException as exc:
             if BUILDS["error"]:  # an extension built in __init__ failed: a compile error, not a runtime one
-                return ("error", "compile_error", f"extension build in {self.class_name}(...) failed: " + BUILDS["error"])
-            return ("error", "runtime_error", f"{self.class_name}(...) raised " + describe(exc))
+                return channel.failed("compile_error", f"extension build in {self.class_name}(...) failed: " + BUILDS["error"])
+            return channel.failed("runtime_error", f"{self.class_name}(...) raised " + describe(exc))
         finally:
             release_build_dir(self)
         self.model = model
-        return ("ok", {"copied_tensors": copied, "build_s": BUILDS["seconds"]})
+        return channel.ok({"copied_tensors": copied, "build_s": BUILDS["seconds"]})
 
     def op_run(self, inputs: list, poison_sizes: list):
         """One forward call on fresh inputs, with freed memory poisoned first."""
@@ -154,10 +154,10 @@ class Worker:
                 out = self.model(*inputs)
             self.timer.sync()
         except BaseException as exc:
-            return ("error", "runtime_error", "forward raised " + describe(exc))
+            return channel.failed("runtime_error", "forward raised " + describe(exc))
         reply = package(out, inputs)
         self.held = [out, inputs]
-        return ("ok", reply)
+        return channel.ok(reply)
 
     def op_set_timing_inputs(self, inputs: list):
         """Keep private copies of the inputs that timed calls use.
@@ -166,8 +166,8 @@ class Worker:
         pages): the reference reads private memory in the judge, so the candidate does the same here.
         """
         self.held = []
-        self.timing_inputs = clone_tensors(inputs)
-        return ("ok", {})
+        self.timing_inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]  # private
+        return channel.ok({})
 
     def op_refresh_timing_inputs(self, inputs: list):
         """New contents for the timing inputs, copied in place (captured graphs keep their pointers)."""
@@ -175,17 +175,17 @@ class Worker:
             if isinstance(mine, torch.Tensor):
                 mine.copy_(new)
         self.timer.sync()
-        return ("ok", {})
+        return channel.ok({})
 
     def op_last_timed_output(self):
         """What the last timed call returned, for the judge to check."""
         self.timer.sync()
         out = self.timer.last_output  # copies: a graph's output lives in its private pool, rewritten by replays
         if type(out) in (tuple, list):
-            out = type(out)(x.clone() if type(x) is torch.Tensor else x for x in out)
+            out = type(out)(handover.copy(x) if type(x) is torch.Tensor else x for x in out)
         elif type(out) is torch.Tensor:
-            out = out.clone()
-        return ("ok", package(out, self.timing_inputs))
+            out = handover.copy(out)
+        return channel.ok(package(out, self.timing_inputs))
 
     def op_trace(self):
         """The torch operators and GPU kernels one call launches, by name (torch.profiler)."""
@@ -197,14 +197,14 @@ class Worker:
                 self.call_for_timing()
                 self.timer.sync()
         except BaseException as exc:
-            return ("error", "runtime_error", "forward raised " + describe(exc))
+            return channel.failed("runtime_error", "forward raised " + describe(exc))
         ops, kernels = set(), set()
         for event in prof.events():
             if str(event.device_type).endswith("CUDA"):
                 kernels.add(event.name)
             elif event.name.startswith("aten::"):
                 ops.add(event.name)
-        return ("ok", {"ops": sorted(ops), "kernels": sorted(kernels)})
+        return channel.ok({"ops": sorted(ops), "kernels": sorted(kernels)})
 
     def call_for_timing(self):
         with torch.no_grad():
@@ -214,20 +214,20 @@ class Worker:
         """Warm up and choose the timing method (batched for short calls; graphs unless told not to)."""
         try:
             method = self.timer.prepare(self.call_for_timing, warmup, allow_graph)
-            return ("ok", {"method": method, "batch": self.timer.batch})
+            return channel.ok({"method": method, "batch": self.timer.batch})
         except BaseException as exc:
-            return ("error", "runtime_error", "forward raised " + describe(exc))
+            return channel.failed("runtime_error", "forward raised " + describe(exc))
 
     def op_time(self):
         """One timing sample: [ms per call, host wall ms per call]."""
         try:
-            return ("ok", list(self.timer.sample()))
+            return channel.ok(list(self.timer.sample()))
         except BaseException as exc:
-            return ("error", "runtime_error", "forward raised " + describe(exc))
+            return channel.failed("runtime_error", "forward raised " + describe(exc))
 
     def op_exit(self):
         """Peak memory of this process, then the loop ends."""
-        return ("ok", {"peak_mem_mb": timing.peak_memory_mb(self.device)})
+        return channel.ok({"peak_mem_mb": timing.peak_memory_mb(self.device)})
 
 
 def copy_matching(model: torch.nn.Module, reference: dict) -> int:
@@ -301,7 +301,7 @@ def serve(conn, worker: Worker) -> None:
         try:
             reply = getattr(worker, "op_" + op)(**args)
         except BaseException as exc:
-            reply = ("error", "runtime_error", describe(exc))
+            reply = channel.failed("runtime_error", describe(exc))
         conn.send(reply)
         if op == "exit":
             return

@@ -39,10 +39,10 @@ WORK = Path(os.environ.get("ACCEPTANCE_WORK", Path(tempfile.gettempdir()) / "gpu
 
 def provenance() -> dict:
     """Which harness, device and torch ran the part."""
-    from harness import runner
+    from harness import environment
 
-    env = runner.probe_environment()
-    return {"commit": os.environ.get("HARNESS_COMMIT") or runner.harness_version(), "gpus": env["gpus"],
+    env = environment.probe_environment()
+    return {"commit": os.environ.get("HARNESS_COMMIT") or environment.harness_version(), "gpus": env["gpus"],
             "torch": env["torch"], "cuda": env["cuda_version"], "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
 
 

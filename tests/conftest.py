@@ -1,17 +1,7 @@
-"""Shared fixtures; GPU tests carry @pytest.mark.gpu and are skipped where no CUDA GPU is visible."""
-from pathlib import Path
-
+"""pytest hooks: GPU tests carry @pytest.mark.gpu and are skipped where no CUDA GPU is visible."""
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT / "tests" / "fixtures"
-FAST_CONFIG = FIXTURES / "fast.yaml"
-
-
-def cuda_available() -> bool:
-    import torch
-
-    return torch.cuda.is_available()
+from support import cuda_available
 
 
 def pytest_collection_modifyitems(config, items):

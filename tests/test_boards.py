@@ -8,7 +8,7 @@ from xml.etree import ElementTree
 import pandas as pd
 import pytest
 
-from conftest import FIXTURES, ROOT
+from support import FIXTURES, ROOT
 from harness import boards, gate
 from harness.records import Result
 

@@ -3,14 +3,14 @@ import json
 import subprocess
 import sys
 
-from conftest import FAST_CONFIG, FIXTURES, ROOT
-from harness import builds
+from support import FAST_CONFIG, FIXTURES, ROOT
+from harness import builds, discover
 
 
 def test_build_stage_builds_ahead_and_fails_early(tmp_path):
     config = tmp_path / "prebuild.yaml"
-    config.write_text(FAST_CONFIG.read_text() + "prebuild: on\ncompile_timeout: 300\ntimeout: 30\n"
-                      f"build_cache_dir: {tmp_path / 'builds'}\n")  # empty: the stage must really build
+    config.write_text(FAST_CONFIG.read_text() + "prebuild: on\nbuild_workers: 3\ncompile_timeout: 300\ntimeout: 30\n"
+                      f"build_cache_dir: {tmp_path / 'builds'}\n")  # empty: the stage must really build (3 at once)
     out = tmp_path / "run"
     args = [sys.executable, "run.py", "--problem", str(FIXTURES / "problems" / "fx_relu.py"), "--device", "cpu",
             "--config", str(config), "--out", str(out),
@@ -35,12 +35,25 @@ def test_build_stage_builds_ahead_and_fails_early(tmp_path):
     assert phases["workers"] < built["compile_s"]
 
 
-def test_pool_and_switch():
+def test_pool_size_follows_cores_and_memory(monkeypatch):
     assert builds.pool_size({"build_workers": 3}) == 3
-    assert 1 <= builds.pool_size({"build_workers": 0}) <= 8
+
+    def machine(cores, gib):
+        monkeypatch.setattr(builds.os, "cpu_count", lambda: cores)
+        page = 4096
+        monkeypatch.setattr(builds.os, "sysconf", lambda name: page if name == "SC_PAGE_SIZE" else gib * 2**30 // page)
+        return builds.pool_size({"build_workers": 0})
+
+    assert machine(16, 64) == 8  # half the cores
+    assert machine(16, 12) == 3  # one per 4 GiB available
+    assert machine(64, 512) == 8  # at most 8
+    assert machine(2, 1) == 1  # never none
+
+
+def test_build_stage_switch_and_sniffing():
     assert builds.enabled({"prebuild": "auto"}, "cuda:0") and not builds.enabled({"prebuild": "auto"}, "cpu")
     assert builds.enabled({"prebuild": "on"}, "cpu") and not builds.enabled({"prebuild": "off"}, "cuda:1")
-    assert builds.builds_extension("from torch.utils.cpp_extension import load_inline")
+    assert discover.builds_extension("from torch.utils.cpp_extension import load_inline")
 
 
 def test_a_killed_build_does_not_block_the_next(tmp_path, monkeypatch):

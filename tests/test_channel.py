@@ -62,3 +62,18 @@ def test_an_oversized_reply_is_refused(monkeypatch):
     theirs.send_bytes(b"x" * 4096)
     with pytest.raises(channel.OversizedReply):
         channel.recv_restricted(ours)
+
+
+def test_replies_are_read_into_ok_or_failed():
+    assert channel.parse_reply(channel.ok({"build_s": 1.5})) == channel.Ok({"build_s": 1.5})
+    assert channel.parse_reply(channel.failed("runtime_error", "boom")) == channel.Failed("runtime_error", "boom")
+
+
+@pytest.mark.parametrize("forged", [
+    ("error", "correct", "trust me"),  # a status no worker may claim
+    ("error", "harness_error", "blame the harness"),
+    ("ok",), ("ok", 1, 2), ["ok", {}], "ok", None, ("fine", {}),
+])
+def test_a_reply_outside_the_protocol_is_malformed(forged):
+    with pytest.raises(channel.MalformedReply, match="malformed reply"):
+        channel.parse_reply(forged)

@@ -6,7 +6,7 @@ import sys
 import pandas as pd
 import pytest
 
-from conftest import FAST_CONFIG, FIXTURES, ROOT, cuda_available
+from support import FAST_CONFIG, FIXTURES, ROOT, cuda_available
 
 RELU = str(FIXTURES / "problems" / "fx_relu.py")
 RELU_SOLUTIONS = FIXTURES / "solutions" / "fx_relu"

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, ROOT
+from support import FIXTURES, ROOT
 from harness import discover
 
 SEEDS = ROOT.parent / "shared" / "seeds"

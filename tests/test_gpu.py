@@ -7,7 +7,7 @@ import sys
 import pytest
 import torch
 
-from conftest import FAST_CONFIG, FIXTURES, ROOT
+from support import FAST_CONFIG, FIXTURES, ROOT
 
 pytestmark = pytest.mark.gpu
 RELU = FIXTURES / "solutions" / "fx_relu"

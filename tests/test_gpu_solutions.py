@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import ROOT
+from support import ROOT
 from harness import builds
 
 pytestmark = pytest.mark.gpu

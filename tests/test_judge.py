@@ -1,7 +1,7 @@
 """Judge helpers that need no worker."""
 import pytest
 
-from harness.records import first_compiler_error
+from harness.builds import first_compiler_error
 from harness.judge_timing import plausible_sample
 from harness.records import Verdict
 
@@ -26,7 +26,7 @@ import json
 import subprocess
 import sys
 
-from conftest import FAST_CONFIG, FIXTURES, ROOT
+from support import FAST_CONFIG, FIXTURES, ROOT
 
 JUDGED = {("fx_argmax", "aa_reference"), ("fx_argmax", "argmin"), ("fx_jitter", "aa_reference"),
           ("fx_jitter", "jitters_more")}

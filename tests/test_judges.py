@@ -5,7 +5,7 @@ import sys
 import time
 from types import SimpleNamespace
 
-from conftest import FAST_CONFIG, ROOT
+from support import FAST_CONFIG, ROOT
 from harness import judges
 from harness.config import build_config
 

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conftest import FAST_CONFIG, FIXTURES, ROOT
+from support import FAST_CONFIG, FIXTURES, ROOT
 from harness import discover
 
 KERNELBENCH = FIXTURES / "kernelbench"

@@ -2,10 +2,11 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, ROOT
+from support import FIXTURES, ROOT
 
 SMALL = {
     "sigmoid": ["batch_size=32", "dim=2048"],
@@ -15,19 +16,41 @@ SMALL = {
 }
 
 
-def run_problem(problem, tmp_path):
-    args = [sys.executable, "run.py", "--problem", problem, "--device", "cpu", "--out", str(tmp_path)]
+PIPELINE_CONFIG = FIXTURES / "pipeline.yaml"
+
+
+def start_problem(problem, out, config, *extra):
+    """run.py on one problem's candidates, on the CPU at a small size, in the background (output in OUT.log)."""
+    args = [sys.executable, "run.py", "--problem", problem, "--device", "cpu", "--config", str(config),
+            "--out", str(out), *extra]
     for item in SMALL[problem]:
         args += ["--set", item]
-    out = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=1200)
-    results = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
-    return out, {r["solution"]: r for r in results}
+    with open(f"{out}.log", "w") as log:
+        return subprocess.Popen(args, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True)
+
+
+def finish(run, out):
+    """(exit status, console output, {solution: result}) of a run started by start_problem."""
+    code = run.wait(timeout=1200)
+    results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    return code, Path(f"{out}.log").read_text(), {r["solution"]: r for r in results}
+
+
+@pytest.fixture(scope="module")
+def pipeline(tmp_path_factory):
+    """The four problems at once (timing is not what these tests check; the cold C++ builds overlap), with a
+    build cache of their own."""
+    root = tmp_path_factory.mktemp("pipeline")
+    config = root / "pipeline.yaml"
+    config.write_text(PIPELINE_CONFIG.read_text() + f"build_cache_dir: {root / 'builds'}\n")
+    runs = {problem: start_problem(problem, root / problem, config) for problem in sorted(SMALL)}
+    return config, {problem: (root / problem, *finish(run, root / problem)) for problem, run in runs.items()}
 
 
 @pytest.mark.parametrize("problem", sorted(SMALL))
-def test_problem_on_cpu(problem, tmp_path):
-    out, results = run_problem(problem, tmp_path)
-    assert out.returncode == 0, out.stderr
+def test_problem_on_cpu(problem, pipeline):
+    out, code, console, results = pipeline[1][problem]
+    assert code == 0, console[-2000:]
     cpu = [name for name in results if name.startswith("cpp_")]
     assert cpu, "each problem has a C++ CPU candidate"
     for name, result in results.items():
@@ -38,14 +61,20 @@ def test_problem_on_cpu(problem, tmp_path):
             assert result["new_err_vs_fp64"] is not None and "reduced_precision" not in result["flags"]
         else:
             assert result["status"] == "skipped" and "CUDA" in result["error"]
-    assert "correct" in out.stdout and "skipped" in out.stdout  # the console table
-    assert (tmp_path / "speedups.csv").is_file() and (tmp_path / "meta.json").is_file()
+    assert "correct" in console and "skipped" in console  # the console table
+    assert (out / "speedups.csv").is_file() and (out / "meta.json").is_file()
 
 
-def test_second_run_reuses_the_build(tmp_path):
-    run_problem("sigmoid", tmp_path / "first")
-    _, results = run_problem("sigmoid", tmp_path / "second")
-    assert results["cpp_parallel"]["compile_s"] < 10  # a cache hit: no rebuild
+def test_second_run_reuses_the_build(pipeline, tmp_path):
+    """The pipeline's own build cache: its run really built cpp_parallel, a second run finds the build."""
+    config, runs = pipeline
+    first = runs["sigmoid"][3]["cpp_parallel"]
+    code, console, second = finish(start_problem("sigmoid", tmp_path / "again", config, "--solution",
+                                                 "solutions/sigmoid/cpp_parallel.py"), tmp_path / "again")
+    assert code == 0, console[-2000:]
+    assert first["status"] == second["cpp_parallel"]["status"] == "correct"
+    assert first["compile_s"] > 2  # a C++ build takes seconds
+    assert second["cpp_parallel"]["compile_s"] < 0.5 * first["compile_s"]  # a cache hit
 
 
 def test_weights_follow_the_reference(tmp_path):

@@ -5,17 +5,19 @@ import sys
 
 import pytest
 
-from conftest import FAST_CONFIG, FIXTURES, ROOT
+from support import FAST_CONFIG, FIXTURES, ROOT
 
 pytest.importorskip("ray")
 ADVERSARIAL = ROOT / "tests" / "adversarial" / "cpu"
-SOLUTIONS = [FIXTURES / "solutions" / "fx_relu" / "correct_torch.py", ADVERSARIAL / "wrong_values.py",
-             ADVERSARIAL / "syntax_error.py", ADVERSARIAL / "os_exit.py", ADVERSARIAL / "raises_in_forward.py",
-             FIXTURES / "builds" / "broken_cpp.py"]
+# What the local executor makes of these is tested in tests/adversarial (and builds, in test_builds).
+EXPECTED = {"correct_torch": "correct", "wrong_values": "incorrect", "syntax_error": "compile_error",
+            "os_exit": "crash", "build_fails_in_init": "compile_error"}
+SOLUTIONS = [FIXTURES / "solutions" / "fx_relu" / "correct_torch.py",
+             *(ADVERSARIAL / f"{name}.py" for name in EXPECTED if name != "correct_torch")]
 
 
 def statuses(out, *extra):
-    config = out.parent / "ray.yaml"  # room for a C++ build, done by the build stage (a Ray task on Ray)
+    config = out.parent / "ray.yaml"  # the build stage (a Ray task on Ray) on, with room for a C++ build
     config.write_text(FAST_CONFIG.read_text() + "compile_timeout: 300\nprebuild: on\n")
     args = [sys.executable, "run.py", "--problem", str(FIXTURES / "problems" / "fx_relu.py"), "--device", "cpu",
             "--config", str(config), "--out", str(out), *extra]
@@ -27,9 +29,6 @@ def statuses(out, *extra):
 
 
 def test_ray_gives_the_local_statuses(tmp_path):
-    local = statuses(tmp_path / "local")
-    on_ray = statuses(tmp_path / "ray", "--executor", "ray")
-    assert on_ray == local
-    assert local["correct_torch"] == "correct" and local["broken_cpp"] == "compile_error"
+    assert statuses(tmp_path / "ray", "--executor", "ray") == EXPECTED
     errors = {r["solution"]: r["error"] for r in map(json.loads, (tmp_path / "ray" / "results.jsonl").read_text().splitlines())}
-    assert "build stage" in errors["broken_cpp"]  # ended by the build task, before any evaluation
+    assert "build stage" in errors["build_fails_in_init"]  # ended by the build task, before any evaluation

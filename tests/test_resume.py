@@ -5,7 +5,7 @@ import subprocess
 import sys
 import time
 
-from conftest import FAST_CONFIG, FIXTURES, ROOT
+from support import FAST_CONFIG, FIXTURES, ROOT
 from harness import store
 
 ADVERSARIAL = ROOT / "tests" / "adversarial" / "cpu"

@@ -39,15 +39,12 @@ def test_peaks_are_measured_once_and_cached(tmp_path):
 
 
 def tamper_check(ref_judged, new_judged, samples_ms=0.1):
-    """PairTiming.time_disagrees on made-up rounds: perf_counter samples, no cache flush."""
-    from types import SimpleNamespace
+    """judge_timing.timer_disagrees on made-up rounds: perf_counter samples, no cache flush."""
+    from harness.judge_timing import Requests, timer_disagrees
 
-    from harness.judge_timing import PairTiming
-
-    judge = SimpleNamespace(cfg={"cold_cache": False}, result=SimpleNamespace(
-        ref_timer="perf_counter", new_timer="perf_counter", ref_batch=1, new_batch=1, judge_wall_ms=None))
     samples = [samples_ms] * len(ref_judged)
-    return PairTiming.time_disagrees(judge, samples, ref_judged, samples, new_judged, judge_timer=None)
+    return timer_disagrees(Requests(samples, ref_judged, "perf_counter", 1),
+                           Requests(samples, new_judged, "perf_counter", 1), cold_cache=False, flush_ms=0.0)
 
 
 def test_tamper_check_cancels_load_that_both_sides_of_a_round_meet():
@@ -66,3 +63,35 @@ def test_tamper_check_sees_time_hidden_in_most_rounds():
     hidden = [t + (0.9 if i % 5 else 0.0) for i, t in enumerate(ref)]  # a forged clock hides 0.9 ms in 80% of rounds
     assert tamper_check(ref, hidden)
     assert not tamper_check(ref, [t + 0.05 for t in ref])  # 0.05 ms: within the slack
+
+
+def test_tamper_check_refuses_a_method_or_batch_the_timer_never_chooses():
+    from harness.judge_timing import Requests, timer_disagrees
+
+    honest = Requests([0.1] * 10, [0.3] * 10, "perf_counter", 1)
+    assert timer_disagrees(honest, Requests([0.1] * 10, [0.3] * 10, "stopwatch", 1), False, 0.0)
+    assert timer_disagrees(honest, Requests([0.1] * 10, [0.3] * 10, "perf_counter", 10**9), False, 0.0)
+    assert not timer_disagrees(honest, honest, False, 0.0)
+
+
+def test_tamper_check_sees_a_worker_claim_more_time_than_passed():
+    from harness.judge_timing import Requests, timer_disagrees
+
+    ref = Requests([0.1] * 10, [0.3] * 10, "perf_counter", 1)
+    assert timer_disagrees(ref, Requests([5.0] * 10, [0.3] * 10, "perf_counter", 1), False, 0.0)
+
+
+def test_tamper_check_sees_a_clock_slowed_20x_whose_hidden_time_varies():
+    """patches_the_timer on a loaded host: each call really takes 2-8 ms, the worker reports 1/20 of it. The
+    hidden time varies call to call by more than its own median's distance from the slack: the spread of the
+    median, not of one round, is what may excuse it."""
+    import random
+
+    from harness.judge_timing import Requests, timer_disagrees
+
+    rng = random.Random(1)
+    real = [rng.choice([2.0, 4.0, 8.0]) + rng.uniform(0, 0.5) for _ in range(14)]
+    overhead = [0.3 + rng.choice([0.0, 0.0, 0.0, 1.5]) for _ in range(14)]  # load bursts, the same for both sides
+    ref = Requests([0.15] * 14, [0.15 + o for o in overhead], "perf_counter", 1)
+    new = Requests([t / 20 for t in real], [t + o for t, o in zip(real, overhead)], "perf_counter", 1)
+    assert timer_disagrees(ref, new, cold_cache=False, flush_ms=0.0)

@@ -1,0 +1,122 @@
+"""The machine a run is on: torch and GPU facts (probed in a child process), the device to use, and the
+provenance written with every run (meta.json, versions, the harness's own commit). Never imports torch."""
+from __future__ import annotations
+
+import json
+import platform
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Optional
+
+from harness import store
+from harness.discover import sha256_text
+from harness.errors import UserError
+
+ROOT = Path(__file__).resolve().parent.parent
+PROBE = """
+import json, torch
+cuda = torch.cuda.is_available()
+print(json.dumps({"torch": torch.__version__, "cuda_version": torch.version.cuda, "cuda_available": cuda,
+                  "gpus": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if cuda else [],
+                  "capabilities": ["%d.%d" % torch.cuda.get_device_capability(i)
+                                   for i in range(torch.cuda.device_count())] if cuda else []}))
+"""
+
+
+class UsageError(UserError):
+    """A request this machine cannot serve, such as --device cuda without a GPU (the CLI exits 2)."""
+
+
+def probe_environment() -> dict:
+    """torch and GPU facts, read in a child process so that this one never initialises CUDA."""
+    out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=300)
+    if out.returncode != 0:
+        raise UsageError(f"could not import torch: {out.stderr.strip()[-500:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def resolve_device(requested: str, env: dict) -> str:
+    """auto -> cuda:0 when a GPU is visible, else cpu; cuda -> cuda:0; a CUDA request without a GPU is a
+    usage error. Always an indexed device: workers call torch.cuda.set_device, which needs one."""
+    if requested == "auto":
+        requested = "cuda" if env["cuda_available"] else "cpu"
+    if requested.startswith("cuda"):
+        if not env["cuda_available"]:
+            raise UsageError(f"--device {requested}: no CUDA GPU is visible here (torch {env['torch']}); use --device cpu")
+        index = int(requested.partition(":")[2] or 0)
+        if index >= len(env["gpus"]):
+            raise UsageError(f"--device {requested}: only {len(env['gpus'])} GPU(s) visible")
+        return f"cuda:{index}"
+    return requested
+
+
+def resolve_devices(spec: str, env: dict) -> list[str]:
+    """--devices: "all", or indices / cuda:N names separated by commas; every one must be visible."""
+    if not env["cuda_available"]:
+        raise UsageError(f"--devices {spec}: no CUDA GPU is visible here (torch {env['torch']})")
+    names = [f"cuda:{i}" for i in range(len(env["gpus"]))] if spec == "all" else \
+        [resolve_device(d if d.startswith("cuda") else f"cuda:{d}", env) for d in spec.split(",") if d.strip()]
+    if not names or len(set(names)) != len(names):
+        raise UsageError(f"--devices {spec}: name each GPU once, e.g. --devices 0,1")
+    models = {env["gpus"][int(n.partition(":")[2])] for n in names}
+    if len(models) > 1:  # builds and timings are per GPU model: one run, one model
+        raise UsageError(f"--devices {spec}: the GPUs differ ({', '.join(sorted(models))}); run each model separately")
+    return names
+
+
+def gpu_of(device: str, env: dict) -> Optional[str]:
+    """The GPU model behind a cuda:N device (None on the CPU)."""
+    return env["gpus"][int(device.partition(":")[2] or 0)] if device.startswith("cuda") else None
+
+
+def capability_of(device: str, env: dict) -> Optional[str]:
+    """The compute capability ("9.0") behind a cuda:N device, for builds made ahead of evaluation."""
+    if not device.startswith("cuda"):
+        return None
+    return env.get("capabilities", [None] * len(env["gpus"]))[int(device.partition(":")[2] or 0)]
+
+
+def git_commit() -> Optional[str]:
+    """The checkout's commit, or None outside a git repository."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def harness_version() -> str:
+    """The git commit when harness/ is as committed there, else sha:<hash of harness/*.py> (a copy, or edits)."""
+    commit = git_commit()
+    if commit:
+        try:
+            clean = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", "harness"], cwd=ROOT, timeout=10).returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            clean = False
+        if clean:
+            return commit
+    return f"sha:{harness_sha()}"
+
+
+def harness_sha() -> str:
+    """A hash of the harness's own source: provenance that survives a copy without .git."""
+    files = sorted((ROOT / "harness").glob("*.py"))
+    return sha256_text("".join(f.name + f.read_text() for f in files))[:12]
+
+
+def provenance(env: dict) -> dict:
+    """torch, CUDA and harness versions and the GPUs: stamped on every Result of the run."""
+    return {"torch": env["torch"], "cuda_version": env["cuda_version"], "harness": harness_version(), "gpus": env["gpus"]}
+
+
+def write_meta(run_dir: Path, facts: dict, env: dict, argv: list) -> None:
+    """meta.json: the run's config and device(s) (`facts`), machine, versions and commit; written once, atomically."""
+    path = run_dir / "meta.json"
+    if path.exists():
+        return
+    meta = {**facts, "argv": argv, "gpus": env["gpus"], "torch": env["torch"], "cuda_version": env["cuda_version"],
+            "python": platform.python_version(), "platform": platform.platform(), "git_commit": git_commit(),
+            "harness_sha": harness_sha(), "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    store.write_atomic(path, json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n")

@@ -1,0 +1,40 @@
+"""GPU clocks through NVML, on a fake NVML: throttling, reason names, CUDA_VISIBLE_DEVICES mapping."""
+import types
+
+from harness import clocks
+
+
+def fake_nvml(**reasons):
+    return types.SimpleNamespace(nvmlClocksEventReasonAll=0xFF, nvmlClocksEventReasonNone=0, **reasons)
+
+
+def test_reason_names_are_the_bits_set_without_prefix():
+    nvml = fake_nvml(nvmlClocksEventReasonSwPowerCap=4, nvmlClocksEventReasonHwSlowdown=8,
+                     nvmlClocksEventReasonGpuIdle=1)
+    assert clocks.reason_names(nvml, 4 | 8) == ["HwSlowdown", "SwPowerCap"]
+    assert clocks.reason_names(nvml, 0) == []
+
+
+def test_an_sm_clock_that_falls_below_90_percent_is_throttling():
+    monitor = clocks.ClockMonitor.__new__(clocks.ClockMonitor)
+    monitor.sm, monitor.mem, monitor.reasons, monitor.nvml = [1980, 1980, 1900], [2619] * 3, 0, fake_nvml()
+    assert not monitor.throttled()
+    monitor.sm.append(1700)
+    assert monitor.throttled()
+    assert monitor.summary() == {"sm_mhz": [1700, 1980], "mem_mhz": [2619, 2619], "reasons": []}
+
+
+def test_no_nvml_means_no_clocks_and_no_memory_figures():
+    monitor = clocks.ClockMonitor.__new__(clocks.ClockMonitor)
+    monitor.handle, monitor.sm, monitor.mem, monitor.reasons = None, [], [], 0
+    monitor.sample()
+    assert monitor.summary() is None and not monitor.throttled()
+
+
+def test_nvml_index_follows_cuda_visible_devices(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,1")
+    assert clocks.nvml_index(0) == 3 and clocks.nvml_index(1) == 1
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-1234")  # UUIDs: NVML's index cannot be told; torch's is used
+    assert clocks.nvml_index(0) == 0
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert clocks.nvml_index(2) == 2

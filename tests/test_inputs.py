@@ -1,0 +1,59 @@
+"""Seeded inputs: secret-derived seeds, the problem's distribution and the wide one, and what crosses to a peer."""
+import types
+
+import pytest
+import torch
+
+from harness import handover, inputs
+
+
+def problem(get_inputs, get_init_inputs=lambda: [4]):
+    return types.SimpleNamespace(get_inputs=get_inputs, get_init_inputs=get_init_inputs)
+
+
+UNIT = problem(lambda: [torch.rand(64, 8), torch.arange(5), 3])
+
+
+def test_trial_seeds_depend_on_the_secret_the_problem_and_the_trial():
+    seeds = {inputs.trial_seed(s, p, t) for s in (1, 2) for p in ("relu", "gelu") for t in (0, 1)}
+    assert len(seeds) == 8 and all(0 <= s < 2**63 for s in seeds)
+    assert inputs.trial_seed(1, "relu", 0) == inputs.trial_seed(1, "relu", 0)
+
+
+def test_the_same_seed_gives_the_same_inputs_and_another_seed_others():
+    a, b, c = (inputs.make_inputs(UNIT, seed, torch.device("cpu")) for seed in (7, 7, 8))
+    assert torch.equal(a[0], b[0]) and not torch.equal(a[0], c[0])
+    assert torch.equal(a[1], torch.arange(5)) and a[2] == 3  # integers and non-tensors as the problem made them
+
+
+def test_wide_inputs_leave_the_unit_interval_and_spare_integer_tensors():
+    wide = inputs.make_inputs(UNIT, 7, torch.device("cpu"), wide_scale=3.0)
+    assert wide[0].min() < -1.0 and wide[0].max() > 2.0
+    assert torch.equal(wide[1], torch.arange(5))
+
+
+def test_precision_casts_float_inputs_only():
+    cast = inputs.make_inputs(UNIT, 7, torch.device("cpu"), dtype=torch.bfloat16)
+    assert cast[0].dtype == torch.bfloat16 and cast[1].dtype == torch.int64
+
+
+def test_a_problem_that_returns_no_list_is_a_problem_error():
+    with pytest.raises(inputs.ProblemError, match="expected a list"):
+        inputs.make_inputs(problem(lambda: torch.ones(2)), 0, torch.device("cpu"))
+    with pytest.raises(inputs.ProblemError, match="get_init_inputs"):
+        inputs.init_inputs(problem(lambda: [], lambda: 4))
+
+
+def test_nbytes_counts_nested_tensors():
+    assert inputs.nbytes([torch.ones(4), (torch.ones(2, dtype=torch.float64), 3), {"x": torch.ones(1)}]) == 16 + 16 + 4
+
+
+def test_what_crosses_to_a_peer_is_a_copy_of_its_own():
+    mine = [torch.ones(3), 5]
+    sent = handover.copies(mine)
+    assert sent[1] == 5 and torch.equal(sent[0], mine[0])
+    assert sent[0].untyped_storage().data_ptr() != mine[0].untyped_storage().data_ptr()
+    sent[0].zero_()
+    assert mine[0].sum() == 3  # a peer writing into what it got cannot touch ours
+    state = handover.state_copy({"w": mine[0]})
+    assert state["w"].untyped_storage().data_ptr() != mine[0].untyped_storage().data_ptr()
