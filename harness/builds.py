@@ -125,7 +125,7 @@ def build(job: dict) -> dict:
             reply = sandbox.request("construct", cfg["timeout"] + cfg["compile_timeout"], init_args=init_args,
                                     init_seed=cfg["init_seed"], state_dict={})
     except WorkerFailure as exc:
-        return {"status": Status.TIMEOUT.value, "error": str(exc)} if exc.status == "timeout" else {}
+        return {"status": Status.TIMEOUT.value, "error": str(exc)} if exc.status == Status.TIMEOUT else {}
     finally:
         sandbox.close()
     if isinstance(reply, channel.Ok):

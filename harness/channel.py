@@ -20,7 +20,7 @@ from typing import Any, Union
 import torch
 import torch.multiprocessing  # noqa: F401  (registers the tensor reductions with ForkingPickler)
 
-from harness.records import WORKER_STATUSES
+from harness.records import WORKER_STATUSES, Status
 
 # CPU tensors travel as named shared-memory files: no file descriptors to pass between unrelated processes.
 torch.multiprocessing.set_sharing_strategy("file_system")
@@ -104,7 +104,7 @@ class Ok:
 class Failed:
     """A request failed in the candidate's code: one of the statuses a worker may report, and why."""
 
-    status: str
+    status: Status
     message: str
 
 
@@ -132,5 +132,5 @@ def parse_reply(reply) -> Reply:
     if isinstance(reply, tuple) and len(reply) == 2 and reply[0] == "ok":
         return Ok(reply[1])
     if isinstance(reply, tuple) and len(reply) == 3 and reply[0] == "error" and reply[1] in WORKER_STATUSES:
-        return Failed(str(reply[1]), str(reply[2]))
+        return Failed(Status(reply[1]), str(reply[2]))
     raise MalformedReply(f"malformed reply from the worker: {str(reply)[:200]}")

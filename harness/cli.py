@@ -18,7 +18,7 @@ from rich.table import Table
 from harness import boards, discover, environment, gate, records, report, runner, store
 from harness.config import build_config
 from harness.errors import UserError
-from harness.records import Result
+from harness.records import Result, Status
 
 EXAMPLES = """examples:
   python run.py --problem sigmoid                       every candidate in solutions/sigmoid/
@@ -146,7 +146,7 @@ def run_with_progress(pairs: list, ctx, resume: bool, console: Console) -> list[
     def finished(pair, result):
         view.end(pair)
         console.print(f"  {result.problem}/{result.solution}: {result.status}"
-                      + (f" ({result.error[:100]})" if result.status == "harness_error" and result.error else ""),
+                      + (f" ({result.error[:100]})" if result.status == Status.HARNESS_ERROR and result.error else ""),
                       highlight=False)
         report.write_tables(ctx.run_dir, load_results(ctx.run_dir))
 

@@ -11,7 +11,7 @@ from xml.etree import ElementTree
 import pandas as pd
 
 from harness.errors import UserError
-from harness.records import SCHEMA_VERSION, Result, check_schema_version
+from harness.records import SCHEMA_VERSION, Result, Status, check_schema_version
 
 
 @dataclass
@@ -54,9 +54,9 @@ def gate_failures(results: list[Result], min_speedup: Optional[float] = None,
     failures = {}
     for r in results:
         key = (r.problem, r.solution)
-        if r.status == "harness_error":
+        if r.status == Status.HARNESS_ERROR:
             continue
-        if r.status != "correct":
+        if r.status != Status.CORRECT:
             failures[key] = f"{r.status}: {r.error or 'no reason given'}"
         elif "timer_tampering" in r.flags:
             failures[key] = "timer_tampering: its reported times disagree with the judge's own clock"
@@ -73,7 +73,7 @@ def gate_failures(results: list[Result], min_speedup: Optional[float] = None,
 
 def harness_errors(results: list[Result]) -> dict:
     """{(problem, candidate): reason} for every pair the harness itself failed to judge."""
-    return {(r.problem, r.solution): r.error or "no reason given" for r in results if r.status == "harness_error"}
+    return {(r.problem, r.solution): r.error or "no reason given" for r in results if r.status == Status.HARNESS_ERROR}
 
 
 def is_number(value) -> bool:

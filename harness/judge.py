@@ -76,7 +76,8 @@ class PairJudge:
             raise Verdict(Status.RUNTIME_ERROR, f"problem's Model(...) raised {type(exc).__name__}: {exc}") from None
 
     def reference(self, inputs: list, count_flops: bool = False):
-        """The reference output (FLOPs counted on request)."""
+        """The reference output (FLOPs counted on request: FlopCounterMode's first use imports torch._dynamo,
+        seconds of CPU, so only pairs that reach timing pay for it)."""
         try:
             with torch.no_grad():
                 if not count_flops:
@@ -144,7 +145,7 @@ class PairJudge:
         """The payload of an Ok reply; a Failed one ends the pair with its status."""
         if isinstance(reply, channel.Ok):
             return reply.payload
-        status, message = Status(reply.status), reply.message
+        status, message = reply.status, reply.message
         if status == Status.COMPILE_ERROR:  # torch quotes the whole build log: keep its gist
             message = build_failure(message, (sandbox or self.sandbox).log.text()) or message
         if self.device.type == "cpu" and NO_CUDA.search(message):
@@ -201,7 +202,7 @@ class PairJudge:
             label = f"trial {trial + 1}/{trials}" + (" (wide inputs)" if wide else "")
             with self.phase("correctness.reference"):
                 inputs = self.make_inputs(trial, wide)
-                ref_out = self.reference(inputs, count_flops=trial == 0)
+                ref_out = self.reference(inputs)
             if trial == 0:
                 self.bytes_moved = inputs_mod.nbytes(inputs) + param_bytes(self.model) + inputs_mod.nbytes(ref_out)
                 self.compute_dtype = roofline.compute_dtype(inputs, model_tensors(self.model), check.items(ref_out))
@@ -318,7 +319,7 @@ class PairJudge:
         except Verdict as verdict:
             self.end_with(verdict)
         except WorkerFailure as failure_:
-            self.end_with(Verdict(Status(failure_.status), str(failure_)))
+            self.end_with(Verdict(failure_.status, str(failure_)))
         except torch.cuda.OutOfMemoryError as exc:  # in this process: the reference's outputs, inputs or checks
             message = f"the judge ran out of GPU memory in stage '{self.stage}': {exc}"
             self.end_with(self.blame_for_memory(message) or Verdict(Status.HARNESS_ERROR, message))

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Optional
 
 from harness import channel
+from harness.records import Status
 
 ROOT = Path(__file__).resolve().parent.parent
 STALL_S = 30  # a message to or from a worker that stops moving for this long ends the pair
@@ -22,7 +23,7 @@ KILL_WAIT_S = 30  # after SIGKILL: a process stuck in the kernel (a GPU driver c
 class WorkerFailure(Exception):
     """The worker timed out, died, or sent a reply the judge will not read; `status` says which."""
 
-    def __init__(self, status: str, message: str):
+    def __init__(self, status: Status, message: str):
         super().__init__(message)
         self.status = status
 
@@ -96,7 +97,7 @@ class Sandbox:
         if "conn" not in result:
             how = self.exit_description()
             self.stop()
-            raise WorkerFailure("crash", f"worker did not start ({how}): {self.log_tail()}")
+            raise WorkerFailure(Status.CRASH, f"worker did not start ({how}): {self.log_tail()}")
         return result["conn"]
 
     def request(self, op: str, timeout: float, **args) -> channel.Reply:
@@ -114,7 +115,7 @@ class Sandbox:
             self.conn.send(message)
         except BlockingIOError:  # the worker stopped reading for STALL_S
             self.stop()
-            raise WorkerFailure("timeout", f"the worker did not read its request for {STALL_S} s; worker stopped") from None
+            raise WorkerFailure(Status.TIMEOUT, f"the worker did not read its request for {STALL_S} s; worker stopped") from None
         except (OSError, EOFError):
             raise self._death() from None
 
@@ -127,26 +128,26 @@ class Sandbox:
                 raise self._death()
             if time.monotonic() > deadline:
                 self.stop()
-                raise WorkerFailure("timeout", f"no reply to '{op}' within {timeout:g} s; worker stopped")
+                raise WorkerFailure(Status.TIMEOUT, f"no reply to '{op}' within {timeout:g} s; worker stopped")
         try:
             return channel.parse_reply(channel.recv_restricted(self.conn))
         except channel.MalformedReply as exc:
             self.stop()
-            raise WorkerFailure("crash", str(exc)) from None
+            raise WorkerFailure(Status.CRASH, str(exc)) from None
         except BlockingIOError:  # a reply begun, then nothing for STALL_S
             self.stop()
-            raise WorkerFailure("crash", f"the reply to '{op}' stalled mid-message for {STALL_S} s; worker stopped") from None
+            raise WorkerFailure(Status.CRASH, f"the reply to '{op}' stalled mid-message for {STALL_S} s; worker stopped") from None
         except channel.OversizedReply as exc:
             self.stop()
-            raise WorkerFailure("crash", f"the reply to '{op}' is too large ({exc}); worker stopped") from None
+            raise WorkerFailure(Status.CRASH, f"the reply to '{op}' is too large ({exc}); worker stopped") from None
         except (EOFError, ConnectionResetError, OSError):
             raise self._death() from None
         except channel.UnsafeReply as exc:
             self.stop()
-            raise WorkerFailure("incorrect", f"the worker's reply is not plain tensors ({exc})") from None
+            raise WorkerFailure(Status.INCORRECT, f"the worker's reply is not plain tensors ({exc})") from None
         except Exception as exc:  # a reply that does not unpickle is a broken worker, never a success
             self.stop()
-            raise WorkerFailure("crash", f"unreadable reply to '{op}': {type(exc).__name__}: {exc}") from None
+            raise WorkerFailure(Status.CRASH, f"unreadable reply to '{op}': {type(exc).__name__}: {exc}") from None
 
     def _death(self) -> WorkerFailure:
         try:
@@ -155,7 +156,7 @@ class Sandbox:
             pass
         how = self.exit_description()
         self.stop()
-        return WorkerFailure("crash", f"worker died ({how}); output tail: {self.log_tail()}")
+        return WorkerFailure(Status.CRASH, f"worker died ({how}); output tail: {self.log_tail()}")
 
     def exit_description(self) -> str:
         code = self.proc.poll()
