@@ -218,18 +218,20 @@ class PairTiming:
         so a candidate that caches results by input pointer, shape or content replays nothing."""
         with self.phase("timing.refresh"):
             self.round_inputs = self.judge.make_inputs(ROUND_SEED_OFFSET + index, wide=False)
-            # Each worker copies its own copy into its timing inputs: the candidate could write into what it is
-            # sent, and its output is checked against round_inputs, which never leave this process.
-            reference_copy, candidate_copy = handover.copies(self.round_inputs), handover.copies(self.round_inputs)
-            self.hand_over()
+            # Each worker copies a copy of its own into its timing inputs (the candidate could write into what it is
+            # sent; its output is checked against round_inputs, which never leave this process). One side at a
+            # time: a copy of a multi-GB input is freed before the next is made.
             with self.reference_side():
-                self.ref_sandbox.send("refresh_timing_inputs", inputs=reference_copy)
-            self.sandbox.send("refresh_timing_inputs", inputs=candidate_copy)
-            with self.reference_side():
-                self.expect_ok(self.ref_sandbox.receive("refresh_timing_inputs", self.cfg["timeout"]))
-            self.expect_ok(self.sandbox.receive("refresh_timing_inputs", self.cfg["timeout"]))
-            del reference_copy, candidate_copy
+                self.refresh_side(self.ref_sandbox)
+            self.refresh_side(self.sandbox)
             release_cached_memory(self.device, only_when_short=True)
+
+    def refresh_side(self, sandbox) -> None:
+        """Send one worker a copy of this round's inputs and wait until it has copied them in."""
+        copy = handover.copies(self.round_inputs)
+        self.hand_over()
+        self.expect_ok(sandbox.request("refresh_timing_inputs", self.cfg["timeout"], inputs=copy))
+        del copy
 
     def check_timed_output(self, index: int) -> None:
         """The candidate's last timed output of round `index` must be right for that round's inputs."""
