@@ -44,6 +44,8 @@ class LocalScheduler:
         self.evaluate, self.prebuild = evaluate, prebuild  # runner.evaluate_pair, runner.prebuild_pair
 
     def run(self, plans: list, ctx, emit: Emit, on_stage: OnStage) -> None:
+        if not plans:  # a resumed run with every pair recorded: no judge to start
+            return
         devices = ctx.devices or (ctx.device,)
         free = queue.Queue()
         for device in devices:
@@ -91,6 +93,8 @@ class RayScheduler:
         self.evaluate, self.prebuild = evaluate, prebuild  # runner.evaluate_on_ray, runner.prebuild_pair
 
     def run(self, plans: list, ctx, emit: Emit, on_stage: OnStage) -> None:
+        if not plans:  # a resumed run with every pair recorded: no cluster to start
+            return
         try:
             import ray
         except ImportError:
