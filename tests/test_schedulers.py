@@ -49,3 +49,21 @@ def test_keys_do_not_depend_on_the_gpu_index(tmp_path):
                                   [str(FIXTURES / "solutions" / "fx_relu" / "correct_torch.py")])
     keys = {runner.pair_key(pair, "src", runner.RunContext(config, d, {}, tmp_path, 1, tmp_path)) for d in ("cuda:0", "cuda:1")}
     assert len(keys) == 1
+
+
+def test_a_resumed_run_with_every_pair_recorded_starts_no_judge(tmp_path, monkeypatch):
+    def no_judge(*args, **kwargs):
+        raise AssertionError("a judge was started for a run with nothing left to judge")
+
+    monkeypatch.setattr(judges, "JudgeStarter", no_judge)
+    config = build_config(str(FAST_CONFIG), {"device": "cpu"})
+    (pair,) = discover.find_pairs([str(FIXTURES / "problems" / "fx_relu.py")],
+                                  [str(FIXTURES / "solutions" / "fx_relu" / "correct_torch.py")])
+    ctx = runner.RunContext(config, "cpu", {}, tmp_path, 1, tmp_path / "builds")
+    key = runner.pair_key(pair, discover.read_source(pair.solution_path), ctx)
+    store.append_jsonl(tmp_path / "results.jsonl", Result(problem=pair.problem, solution=pair.solution,
+                                                          status="correct", key=key).to_dict())
+    seen = []
+    (result,) = runner.run_pairs([pair], ctx, resume=True, on_result=lambda p, r: seen.append(r.status))
+    assert result.key == key and seen == ["correct"]
+    assert len(store.read_jsonl(tmp_path / "results.jsonl")[0]) == 1  # nothing appended
