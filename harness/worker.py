@@ -188,18 +188,25 @@ class Worker:
         return channel.ok(package(out, self.timing_inputs))
 
     def op_trace(self):
-        """The torch operators and GPU kernels one call launches, by name (torch.profiler)."""
-        from torch.profiler import ProfilerActivity, profile
-
-        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.device.type == "cuda" else [])
+        """The torch operators and GPU kernels one call launches, by name. On a GPU, torch.profiler (kernels need
+        CUPTI); on the CPU, the autograd profiler, which records the same aten operators without the seconds of
+        imports (torch._dynamo) that torch.profiler's first use costs."""
         try:
-            with profile(activities=activities) as prof:
-                self.call_for_timing()
-                self.timer.sync()
+            if self.device.type == "cuda":
+                from torch.profiler import ProfilerActivity, profile
+
+                with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                    self.call_for_timing()
+                    self.timer.sync()
+                events = prof.events()
+            else:
+                with torch.autograd.profiler.profile() as prof:
+                    self.call_for_timing()
+                events = prof.function_events
         except BaseException as exc:
             return channel.failed("runtime_error", "forward raised " + describe(exc))
         ops, kernels = set(), set()
-        for event in prof.events():
+        for event in events:
             if str(event.device_type).endswith("CUDA"):
                 kernels.add(event.name)
             elif event.name.startswith("aten::"):
