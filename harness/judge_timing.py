@@ -231,7 +231,6 @@ class PairTiming:
         copy = handover.copies(self.round_inputs)
         self.hand_over()
         self.expect_ok(sandbox.request("refresh_timing_inputs", self.cfg["timeout"], inputs=copy))
-        del copy
 
     def check_timed_output(self, index: int) -> None:
         """The candidate's last timed output of round `index` must be right for that round's inputs."""

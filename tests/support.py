@@ -10,3 +10,10 @@ def cuda_available() -> bool:
     import torch
 
     return torch.cuda.is_available()
+
+
+class NoJudges:
+    """Stands in for judges.JudgeStarter where no judge may start (no GPU to start it on, nothing to judge)."""
+
+    def close(self):
+        pass

@@ -1,18 +1,13 @@
 """The machine: devices resolved strictly (always an indexed cuda:N), and the default command's device."""
 import pytest
 
-from support import FIXTURES
+from support import FIXTURES, NoJudges
 from harness import cli, environment, judges, runner, store
 from harness.records import Result
 
 ONE_GPU = {"cuda_available": True, "torch": "x", "gpus": ["H100"], "capabilities": ["9.0"], "cuda_version": "13.0"}
 TWO_GPUS = {"cuda_available": True, "torch": "x", "gpus": ["H100", "H100"]}
 NO_GPU = {"cuda_available": False, "torch": "x", "gpus": [], "capabilities": [], "cuda_version": None}
-
-
-class NoJudges:
-    def close(self):
-        pass
 
 
 def test_every_gpu_device_is_indexed():

@@ -2,15 +2,10 @@
 import threading
 import time
 
-from support import FAST_CONFIG, FIXTURES
+from support import FAST_CONFIG, FIXTURES, NoJudges
 from harness import discover, judges, runner, store
 from harness.config import build_config
 from harness.records import Result
-
-
-class NoJudges:
-    def close(self):
-        pass
 
 
 def test_pairs_spread_over_devices_one_at_a_time(tmp_path, monkeypatch):
