@@ -77,7 +77,7 @@ class PairJudge:
 
     def reference(self, inputs: list, count_flops: bool = False):
         """The reference output (FLOPs counted on request: FlopCounterMode's first use imports torch._dynamo,
-        seconds of CPU, so only pairs that reach timing pay for it)."""
+        seconds of CPU, so only pairs that reach timing, and the run's first for each problem, pay for it)."""
         try:
             with torch.no_grad():
                 if not count_flops:
@@ -389,18 +389,20 @@ def main() -> None:
     """
     make_undumpable()
     adopt_orphans()
-    report = Reporter(os.dup(1))  # dup'd descriptors are not inherited by the workers
+    report = Reporter(os.dup(1))  # no worker keeps this descriptor (sandbox.become_worker)
     os.dup2(2, 1)  # anything printed from here on goes to the log, never into the protocol
     # The runner starts judges ahead of their pairs: the first line gives the run's config, and both
-    # workers start (importing torch) while this process waits for its pair on the second line.
-    start = json.loads(sys.stdin.readline())
+    # workers start while this process waits for its pair on the second line. They are forked from us
+    # before the job is read (nothing of it may be in the memory they copy) and before any device is touched.
+    start = json.loads(read_line_unbuffered(0))
     config, warm_device = start["config"], start.get("warm_device")
-    # torch's shared-memory manager (CPU tensors cross to workers through it) is our child too:
-    # started before any worker exists, it is known as ours and spared when orphans are killed.
-    torch.empty(1).share_memory_()
-    helpers = frozenset(my_children())
     warm = {"HARNESS_WARM_DEVICE": warm_device} if warm_device else {}
+    # The candidate's worker first: the reference's, forked second, has a copy of the first one's channel.
     workers = tuple(Sandbox(warm, config["output_limit_bytes"], config["kill_grace_s"]) for _ in range(2))
+    # torch's shared-memory manager (CPU tensors cross to workers through it) is our child too: started
+    # before any worker runs candidate code, it is known as ours and spared when orphans are killed.
+    torch.empty(1).share_memory_()
+    helpers = frozenset(my_children()) - {w.proc.pid for w in workers}
     if warm_device:  # started ahead: FlopCounterMode's first use (seconds of imports) and CUDA start
         with FlopCounterMode(display=False):  # while the pair before ours runs; otherwise paid only when needed
             torch.ones(2).sigmoid()
@@ -429,6 +431,14 @@ def main() -> None:
     report.send(result=result.to_dict())
     sys.stdout.flush()
     os._exit(0)  # skip CUDA IPC teardown races at interpreter exit
+
+
+def read_line_unbuffered(fd: int) -> str:
+    """One line from a descriptor, a byte at a time: nothing after it is read ahead into our memory."""
+    line = bytearray()
+    while (byte := os.read(fd, 1)) and byte != b"\n":
+        line += byte
+    return line.decode()
 
 
 class Reporter:

@@ -104,6 +104,7 @@ class Result:
     tie: Optional[bool] = None
     ref_sol_pct: Optional[float] = None
     floor_ms: Optional[float] = None
+    flops: Optional[int] = None  # FLOPs of one reference call (FlopCounterMode), for tflops and the roofline
     compiled_ms: Optional[float] = None
     compiled_error: Optional[str] = None
     cache: Optional[str] = None

@@ -35,6 +35,9 @@ class RunContext:
     executor: str = "local"  # or "ray": the same stages as Ray tasks
     ray_address: Optional[str] = None  # an existing Ray cluster; None starts a local one
     provenance: dict = dataclasses.field(default_factory=dict)  # torch, CUDA and harness versions, for every Result
+    # FLOPs of one reference call per problem file, counted by the run's first judge of it that reached timing:
+    # later judges of that problem skip the count (seconds of CPU each on a CPU run).
+    flops: dict = dataclasses.field(default_factory=dict)
 
 
 def pair_key(pair: discover.Pair, source: str, ctx: RunContext) -> str:
@@ -150,9 +153,13 @@ def run_judge(pair: discover.Pair, source: str, ctx: RunContext, starter: Option
            "device": ctx.device, "config": ctx.config, "secret": ctx.secret,
            "log_path": str(log_dir / f"{stem}.worker.log"),
            "build_dir": str(build_dir(ctx, source)),
-           "peaks_dir": str(under_root(ctx.config["peaks_cache_dir"]))}
+           "peaks_dir": str(under_root(ctx.config["peaks_cache_dir"])),
+           "flops": ctx.flops.get(str(pair.problem_path))}
     judge = (starter or judges.JudgeStarter(ctx, (), ahead=0)).take(ctx.device)
-    return judges.run_judge(job, judge, ctx.config, log_dir, stem, on_stage)
+    result = judges.run_judge(job, judge, ctx.config, log_dir, stem, on_stage)
+    if result.flops is not None:
+        ctx.flops.setdefault(str(pair.problem_path), result.flops)
+    return result
 
 
 def prebuild_pair(plan: PlannedPair, ctx: RunContext) -> Optional[builds.Prebuilt]:

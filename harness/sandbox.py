@@ -1,6 +1,12 @@
-"""Start, talk to and stop one worker process: own session, bounded output, timeouts, group kill."""
+"""Start, talk to and stop one worker process: own session, bounded output, timeouts, group kill.
+
+Workers are forked from the process that judges them, which has imported torch but touched no device: a
+worker skips its own torch import (seconds of CPU, three times a pair otherwise), as DataLoader workers do.
+"""
 from __future__ import annotations
 
+import ctypes
+import gc
 import os
 import secrets
 import signal
@@ -9,6 +15,8 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
+import warnings
 from pathlib import Path
 from typing import Optional
 
@@ -64,10 +72,7 @@ class Sandbox:
         self.listener = channel.listen(address, authkey)
         env = {**os.environ, **env_extra, "HARNESS_SOCKET": address, "HARNESS_AUTHKEY": authkey.hex(),
                "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "harness.worker"], cwd=self.tmp.name, env=env, stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-        )
+        self.proc = ForkedWorker(env, self.tmp.name)
         self.log = BoundedLog(output_limit)
         self.drainer = threading.Thread(target=self._drain, daemon=True)
         self.drainer.start()
@@ -199,6 +204,83 @@ class Sandbox:
             self.conn.close()
         self.tmp.cleanup()
         return info
+
+
+class ForkedWorker:
+    """A worker forked from this process, with the part of subprocess.Popen's interface a Sandbox uses.
+
+    Fork before anything starts CUDA or OpenMP threads here, and before this process holds anything the
+    worker may not see: the child has a copy of our memory (the judge forks before it reads its job, which
+    carries the run's secret)."""
+
+    def __init__(self, env: dict, cwd: str):
+        read_end, write_end = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()  # nothing we buffered is written again by the child
+        with warnings.catch_warnings():  # Python 3.12+ warns of fork with threads alive (numpy's BLAS pool)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:
+            become_worker(env, cwd, write_end)
+        os.close(write_end)  # the child holds the only write end: its death is our EOF
+        self.pid, self.returncode = pid, None
+        self.stdout = os.fdopen(read_end, "rb")
+
+    def poll(self) -> Optional[int]:
+        """The exit code (negative: killed by that signal), or None while it runs."""
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere: it is gone, how is unknown
+                pid, status = self.pid, 255 << 8
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float) -> int:
+        deadline = time.monotonic() + timeout
+        while self.poll() is None:
+            if time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired("harness.worker", timeout)
+            time.sleep(0.01)
+        return self.returncode
+
+
+def become_worker(env: dict, cwd: str, out_fd: int) -> None:
+    """In the forked child: what a fresh `python -m harness.worker` would have (a session of its own, its
+    folder, /dev/null for stdin, stdout and stderr into the judge's pipe, this environment, dumpable), and
+    none of the judge's descriptors (its stdin will carry the job); then the worker's loop. Never returns."""
+    code = 1
+    try:
+        gc.freeze()  # our objects are the judge's: never collected here (a finalizer could delete its files)
+        os.setsid()
+        os.chdir(cwd)
+        null = os.open(os.devnull, os.O_RDWR)
+        os.dup2(null, 0)
+        os.dup2(out_fd, 1)
+        os.dup2(out_fd, 2)
+        for fd in map(int, os.listdir("/proc/self/fd")):
+            if fd > 2 and fd != null and is_open(fd):
+                os.dup2(null, fd)  # not closed: a Python object of ours that closes it later closes /dev/null
+        os.environ.clear()
+        os.environ.update(env)
+        ctypes.CDLL(None, use_errno=True).prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE 1, as exec would reset it
+        from harness import worker
+
+        worker.main()
+        code = 0
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        os._exit(code)
+
+
+def is_open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+        return True
+    except OSError:
+        return False
 
 
 def signal_group(pid: int, sig: int) -> None:

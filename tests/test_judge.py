@@ -63,6 +63,12 @@ def test_nondeterministic_only_beyond_the_references_own_spread(judged):
     assert more["status"] == "correct" and "nondeterministic" in more["flags"], more["flags"]
 
 
+def test_flops_are_counted_once_per_problem_in_a_run(judged):
+    first, later = judged[("fx_jitter", "aa_reference")], judged[("fx_jitter", "jitters_more")]  # judged in this order
+    assert first["flops"] is not None and later["flops"] == first["flops"]
+    assert "timing_setup.flops" in first["phases_s"] and "timing_setup.flops" not in later["phases_s"]
+
+
 def test_a_failure_of_the_judge_is_a_harness_error_not_the_candidates(tmp_path):
     """The judge cannot write its peaks cache (a file stands where the folder should be): its own exception,
     in stage 'timing'. The pair is harness_error with the traceback in its judge log; --gate exits 3; JUnit
