@@ -325,7 +325,8 @@ def warm_up(device: str) -> None:
 
 
 def main() -> None:
-    """Entry point: python -m harness.worker (the judge sets the environment)."""
+    """A worker's life: forked by its judge (sandbox.become_worker), or `python -m harness.worker`; the judge sets
+    the environment (its channel's address and key)."""
     die_with_parent()
     instrument_builds()
     torch.backends.cuda.matmul.allow_tf32 = False  # the judge's settings: full float32 unless code opts in

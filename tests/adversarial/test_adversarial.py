@@ -1,9 +1,9 @@
 """Faulty and cheating candidates (tests/adversarial/cpu): each gets its expected status, reason and flags.
 
-They are judged in four `run.py` invocations, so that the suite does not wait out each deadline in turn:
+They are judged in five `run.py` invocations, so that the suite does not wait out each deadline in turn:
 first, alone on the machine, the candidates that pass timing (their flags depend on it); then, at once, the
-faults that end before timing and, in two runs of their own with a short --timeout, the candidates that only a
-deadline ends."""
+faults that end before timing (in two runs) and, in two runs of their own with a short --timeout, the candidates
+that only a deadline ends."""
 import json
 import os
 import subprocess
@@ -102,7 +102,8 @@ def adversarial_run(tmp_path_factory):
     short_import.write_text((HERE / "adversarial.yaml").read_text() + "compile_timeout: 10\n")
     config = HERE / "adversarial.yaml"
     codes = {"timed": start_run([solutions[n] for n in timed], out / "timed", 60, config).wait(timeout=3000)}
-    runs = {"faults": start_run([solutions[n] for n in faults], out / "faults", 60, config),
+    runs = {"faults-0": start_run([solutions[n] for n in faults[0::2]], out / "faults-0", 60, config),
+            "faults-1": start_run([solutions[n] for n in faults[1::2]], out / "faults-1", 60, config),
             "deadlines-0": start_run([solutions[n] for n in DEADLINES[0]], out / "deadlines-0", 6, config),
             "deadlines-1": start_run([solutions[n] for n in DEADLINES[1]], out / "deadlines-1", 6, short_import)}
     codes.update({folder: run.wait(timeout=3000) for folder, run in runs.items()})
