@@ -116,7 +116,7 @@ def evaluate(args, argv: list) -> int:
     overrides = discover.parse_set(args.set)
     pairs = discover.find_pairs(args.problem, args.solution, args.problems_root, args.manifest)
     discover.check_overrides(sorted({p.problem_path for p in pairs}), overrides)
-    env = environment.probe_environment()
+    env = environment.probe_environment("auto" if args.devices else config["device"])
     devices = environment.resolve_devices(args.devices, env) if args.devices else []
     device = devices[0] if devices else environment.resolve_device(config["device"], env)
     run_dir = Path(args.out) if args.out else Path(config["results_dir"]) / default_run_name(sorted({p.problem for p in pairs}))
@@ -128,8 +128,9 @@ def evaluate(args, argv: list) -> int:
     ctx.executor, ctx.ray_address = args.executor, args.ray_address
     runner.write_meta(ctx, env, argv)
     console = report.wide_console()
-    console.print(f"{len(pairs)} pair(s) on [bold]{', '.join(devices) or device}[/] ({', '.join(env['gpus']) or 'no GPU'}), "
-                  f"torch {env['torch']} -> {run_dir}/", highlight=False)
+    gpus = f" ({', '.join(env['gpus']) or 'no GPU'})" if device != "cpu" else ""
+    console.print(f"{len(pairs)} pair(s) on [bold]{', '.join(devices) or device}[/]{gpus}, torch {env['torch']} -> {run_dir}/",
+                  highlight=False)
     if args.resume:
         recorded, torn = records.read_results(run_dir / "results.jsonl")
         console.print(f"resuming: {len(recorded)} result(s) recorded" +
@@ -319,7 +320,7 @@ def lint_command(argv: list) -> int:
     args = parser.parse_args(argv)
     discover.parse_set(args.set)
     paths = [p for name in args.problem for p in discover.resolve_problem(name)]
-    device = environment.resolve_device(args.device, environment.probe_environment())
+    device = environment.resolve_device(args.device, environment.probe_environment(args.device))
     console, found = report.wide_console(), 0
     for path in paths:  # in a subprocess: this process never imports torch
         proc = subprocess.run([sys.executable, "-m", "harness.lint", str(path), device, *args.set],

@@ -2,8 +2,10 @@
 provenance written with every run (meta.json, versions, the harness's own commit). Never imports torch."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import platform
+import runpy
 import subprocess
 import sys
 from datetime import datetime, timezone
@@ -29,12 +31,29 @@ class UsageError(UserError):
     """A request this machine cannot serve, such as --device cuda without a GPU (the CLI exits 2)."""
 
 
-def probe_environment() -> dict:
-    """torch and GPU facts, read in a child process so that this one never initialises CUDA."""
+def probe_environment(device: str = "auto") -> dict:
+    """torch and GPU facts, read in a child process so that this one never initialises CUDA. For a CPU run
+    (`device` "cpu") the GPUs are not probed, and torch's versions are read from its version file: the child's
+    import of torch is seconds of every run.py."""
+    if device == "cpu" and (facts := cpu_facts()) is not None:
+        return facts
     out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=300)
     if out.returncode != 0:
         raise UsageError(f"could not import torch: {out.stderr.strip()[-500:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def cpu_facts() -> Optional[dict]:
+    """torch's version and CUDA version from torch/version.py, without importing torch (None if unreadable)."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.origin:
+        return None
+    try:
+        version = runpy.run_path(str(Path(spec.origin).parent / "version.py"))
+        return {"torch": str(version["__version__"]), "cuda_version": version.get("cuda"), "cuda_available": False,
+                "gpus": [], "capabilities": []}
+    except Exception:  # an unusual install: the child process's probe will tell
+        return None
 
 
 def resolve_device(requested: str, env: dict) -> str:

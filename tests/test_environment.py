@@ -30,7 +30,7 @@ def test_the_default_command_hands_judges_an_indexed_gpu(tmp_path, monkeypatch):
         jobs.append(ctx.device)
         return Result(problem=pair.problem, solution=pair.solution, status="correct")
 
-    monkeypatch.setattr(environment, "probe_environment", lambda: ONE_GPU)
+    monkeypatch.setattr(environment, "probe_environment", lambda device: ONE_GPU)
     monkeypatch.setattr(runner, "run_judge", fake_run_judge)
     monkeypatch.setattr(judges, "JudgeStarter", lambda *args, **kwargs: NoJudges())
     code = cli.main(["--problem", str(FIXTURES / "problems" / "fx_relu.py"), "--solution",
@@ -50,3 +50,10 @@ def test_resolve_devices():
         environment.resolve_devices("all", {**TWO_GPUS, "gpus": ["H100", "A100"]})
     with pytest.raises(environment.UsageError, match="no CUDA GPU"):
         environment.resolve_devices("all", {**TWO_GPUS, "cuda_available": False})
+
+
+def test_a_cpu_run_reads_torchs_versions_without_the_probe():
+    """--device cpu skips the child's import of torch: the versions it reads are the ones torch reports."""
+    light, full = environment.probe_environment("cpu"), environment.probe_environment("auto")
+    assert (light["torch"], light["cuda_version"]) == (full["torch"], full["cuda_version"])
+    assert light["gpus"] == [] and light["cuda_available"] is False
