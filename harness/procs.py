@@ -10,11 +10,12 @@ import time
 from pathlib import Path
 
 
-def make_undumpable() -> None:
+def make_undumpable(dumpable: bool = False) -> None:
     """prctl(PR_SET_DUMPABLE, 0): this process's /proc/<pid>/mem, environ and fd become root's only, so a
-    worker (same user) cannot read the run's secret from the memory of its judge or runner."""
+    worker (same user) cannot read the run's secret from the memory of its judge or runner. `dumpable=True`
+    undoes it (a worker forked from its judge, as exec would)."""
     try:
-        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)
+        ctypes.CDLL(None, use_errno=True).prctl(4, int(dumpable), 0, 0, 0)
     except (OSError, AttributeError):  # not Linux: nothing to do
         pass
 

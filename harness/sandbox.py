@@ -5,7 +5,6 @@ worker skips its own torch import (seconds of CPU, three times a pair otherwise)
 """
 from __future__ import annotations
 
-import ctypes
 import gc
 import os
 import secrets
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Optional
 
 from harness import channel
+from harness.procs import make_undumpable
 from harness.records import Status
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -264,7 +264,7 @@ def become_worker(env: dict, cwd: str, out_fd: int) -> None:
                 os.dup2(null, fd)  # not closed: a Python object of ours that closes it later closes /dev/null
         os.environ.clear()
         os.environ.update(env)
-        ctypes.CDLL(None, use_errno=True).prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE 1, as exec would reset it
+        make_undumpable(dumpable=True)  # as exec would reset it
         from harness import worker
 
         worker.main()
