@@ -80,7 +80,8 @@ def leaderboard(results: list[Result], meta: Optional[dict] = None) -> pd.DataFr
         })
     frame = pd.DataFrame(rows, columns=[c for c, _ in LEADERBOARD_COLUMNS if c != "rank"])
     frame["_status"] = frame["status"].map(lambda s: STATUS_ORDER.index(s) if s in STATUS_ORDER else len(STATUS_ORDER))
-    frame["_speed"] = frame["speedup"].where(frame["status"] == "correct")
+    # A speedup measured with another process on the GPU (interference) is no speedup: ranked last, unranked.
+    frame["_speed"] = frame["speedup"].where((frame["status"] == "correct") & ~frame["flags"].str.contains("interference"))
     frame = frame.sort_values(["problem", "_status", "_speed", "candidate"], ascending=[True, True, False, True],
                               na_position="last", kind="mergesort")
     correct = frame["status"] == "correct"
@@ -104,8 +105,10 @@ def aggregates(board: pd.DataFrame) -> pd.DataFrame:
     for name, group in [*sorted(board.groupby("candidate_set")), ("all", board)]:
         problems = sorted(group["problem"].unique())
         correct = group[group["status"] == "correct"]
-        best = correct.groupby("problem")["speedup"].max()
+        counted = correct["speedup"].where(~correct["flags"].str.contains("interference"))  # no speedup (see leaderboard)
+        best = counted.groupby(correct["problem"]).max()
         row = {"candidate_set": name, "problems": len(problems), "correct": len(best)}
+        best = best.dropna()
         for p in FAST_P:
             row[f"fast_{p:g}"] = round(float((best > p).sum()) / len(problems), 4) if problems else None
         row["geomean_speedup"] = round(math.exp(sum(math.log(s) for s in best) / len(best)), 4) \

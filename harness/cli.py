@@ -126,11 +126,14 @@ def evaluate(args, argv: list) -> int:
         raise discover.DiscoveryError("--ray-address needs --executor ray")
     ctx = runner.new_context(config, device, overrides, run_dir, env, devices)
     ctx.executor, ctx.ray_address = args.executor, args.ray_address
+    ctx.isolation = environment.isolation(config, device)
     runner.write_meta(ctx, env, argv)
     console = report.wide_console()
     gpus = f" ({', '.join(env['gpus']) or 'no GPU'})" if device != "cpu" else ""
     console.print(f"{len(pairs)} pair(s) on [bold]{', '.join(devices) or device}[/]{gpus}, torch {env['torch']} -> {run_dir}/",
                   highlight=False)
+    for line in environment.missing_isolation(ctx.isolation):
+        console.print(f"[yellow]isolation missing: {line}[/]", highlight=False)
     if args.resume:
         recorded, torn = records.read_results(run_dir / "results.jsonl")
         console.print(f"resuming: {len(recorded)} result(s) recorded" +

@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional
 
-from harness import store
+from harness import confine, store
 from harness.discover import sha256_text
 from harness.errors import UserError
 
@@ -128,6 +128,23 @@ def harness_sha() -> str:
 def provenance(env: dict) -> dict:
     """torch, CUDA and harness versions and the GPUs: stamped on every Result of the run."""
     return {"torch": env["torch"], "cuda_version": env["cuda_version"], "harness": harness_version(), "gpus": env["gpus"]}
+
+
+def isolation(config: dict, device: str) -> dict:
+    """How the candidate is kept from the harness's other processes on this machine (meta.json's `isolation`):
+    each protection, "in force" or why it is missing."""
+    facts = {name: why for name, why in confine.probe().items()}
+    facts["one side at a time"] = "in force: a worker's processes are stopped between its requests"
+    if device.startswith("cuda"):
+        facts["gpu probe"] = (f"in force: {config['gpu_probe_ms']:g} ms probe before each window and after each round"
+                              if config["gpu_probe_ms"] else "off (gpu_probe_ms: 0): other processes' GPU work unseen")
+        facts["private handover memory"] = "in force: each worker's tensors in a GPU memory pool of its own"
+    return facts
+
+
+def missing_isolation(facts: dict) -> list:
+    """The protections of an isolation() report that are not in force."""
+    return [f"{name}: {state}" for name, state in facts.items() if not state.startswith("in force")]
 
 
 def write_meta(run_dir: Path, facts: dict, env: dict, argv: list) -> None:

@@ -47,7 +47,7 @@ def gate_failures(results: list[Result], min_speedup: Optional[float] = None,
     """{(problem, candidate): reason} for every pair that fails the gate.
 
     A pair fails when it is not correct, when its speedup is one the judge's own clock contradicts
-    (timer_tampering), when its speedup is under min_speedup, or when it is slower than its baseline speedup
+    (timer_tampering) or that other processes' GPU work disturbed (interference), when its speedup is under min_speedup, or when it is slower than its baseline speedup
     beyond both confidence intervals (its CI's high end under the baseline's low end). A harness_error is
     the run's failure, not the candidate's: see harness_errors.
     """
@@ -60,6 +60,8 @@ def gate_failures(results: list[Result], min_speedup: Optional[float] = None,
             failures[key] = f"{r.status}: {r.error or 'no reason given'}"
         elif "timer_tampering" in r.flags:
             failures[key] = "timer_tampering: its reported times disagree with the judge's own clock"
+        elif "interference" in r.flags:
+            failures[key] = "interference: another process used the GPU around its timed windows"
         elif min_speedup is not None and (r.speedup or 0.0) < min_speedup:
             failures[key] = f"speedup {r.speedup:.3f} is under the minimum {min_speedup:g}"
         elif baseline and key in baseline and is_number(baseline[key]["speedup_ci_low"]) \

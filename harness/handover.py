@@ -1,28 +1,45 @@
 """Tensors that cross to another process: the one place they are allocated, and the wait that makes them
 safe to read.
 
-A peer maps a tensor's whole allocation (CUDA IPC maps the caching allocator's segment; on the CPU a
-shared-memory file), so what the judge sends a worker, and what a worker sends back beyond the candidate's own
-outputs, is a copy made here for that purpose and for nothing else.
+A peer maps a tensor's whole allocation: on the CPU a shared-memory file of its own, but on a GPU CUDA IPC maps
+the caching allocator's whole segment (2 MiB for small tensors), which also holds whatever else was allocated
+there (seen on the H100: a candidate that scanned the segment of its input found the judge's reference output
+for that trial in it, whole). So what the judge sends a worker is copied into an Outbox of that worker's own, a
+memory pool that holds nothing else: a worker's mappings show only what it was given.
 """
 from __future__ import annotations
 
 import torch
 
 
+class Outbox:
+    """Allocations for the tensors sent to one peer: a GPU memory pool of that peer's alone."""
+
+    def __init__(self, device: torch.device):
+        self.device = device
+        self.pool = torch.cuda.MemPool() if device.type == "cuda" else None
+
+    def copy(self, x):
+        """A tensor's copy for the peer to map (anything else as it is)."""
+        if not isinstance(x, torch.Tensor):
+            return x
+        if self.pool is None or not x.is_cuda:
+            return copy(x)
+        with torch.cuda.use_mem_pool(self.pool, device=x.device):
+            return copy(x)
+
+    def copies(self, values) -> list:
+        """Copies of the tensors in a list or tuple (other values as they are), of the same kind."""
+        return type(values)(self.copy(x) for x in values) if type(values) in (list, tuple) else [self.copy(x) for x in values]
+
+    def state_copy(self, state: dict) -> dict:
+        """A model's state_dict, copied for the peer to load (ours stays private)."""
+        return {name: self.copy(tensor) for name, tensor in state.items()}
+
+
 def copy(x):
-    """A tensor's copy for a peer to map (anything else as it is)."""
+    """A tensor's copy to send (the worker's own outputs: its memory is its own to show)."""
     return x.detach().clone() if isinstance(x, torch.Tensor) else x
-
-
-def copies(values) -> list:
-    """Copies of the tensors in a list or tuple (other values as they are), of the same kind."""
-    return type(values)(copy(x) for x in values) if type(values) in (list, tuple) else [copy(x) for x in values]
-
-
-def state_copy(state: dict) -> dict:
-    """A model's state_dict, copied for the workers to load (ours stays private)."""
-    return {name: copy(tensor) for name, tensor in state.items()}
 
 
 def ready(device: torch.device) -> None:

@@ -23,7 +23,7 @@ from harness.config import PRECISIONS, tolerance_for
 from harness.judge_timing import PairTiming, release_cached_memory
 from harness.load import load_module
 from harness.records import Result, Status, Verdict, failure, one_line
-from harness.procs import adopt_orphans, kill_orphans, make_undumpable, my_children
+from harness.procs import adopt_orphans, children, kill_orphans, make_undumpable, my_children
 from harness.sandbox import Sandbox, WorkerFailure
 
 NONDETERMINISM_RATIO = 4.0  # run-to-run spread beyond this many times the reference's own: nondeterministic
@@ -122,15 +122,15 @@ class PairJudge:
         self.sandbox.greet(str(self.device), self.cfg["cold_cache"], {**env, **candidate_build_env(self.job["build_dir"])})
         with self.reference_side():
             self.ref_sandbox.greet(str(self.device), self.cfg["cold_cache"], env)
-        state = handover.state_copy(self.model.state_dict())
+        states = [side[0].outbox.state_copy(self.model.state_dict()) for side in sides]  # one copy each
         self.hand_over()
         for op, timeout, args in (
                 ("import", self.cfg["compile_timeout"], lambda path, source, name: dict(
                     path=path, source=source, overrides=self.job["overrides"], class_name=name,
                     module_name="reference_module" if name == "Model" else "candidate_module")),
                 # A candidate may build its extension in __init__: construction gets the build's time limit too.
-                ("construct", self.cfg["timeout"] + self.cfg["compile_timeout"], lambda *_: dict(
-                    init_args=self.init_args, init_seed=self.cfg["init_seed"], state_dict=state,
+                ("construct", self.cfg["timeout"] + self.cfg["compile_timeout"], lambda path, source, name: dict(
+                    init_args=self.init_args, init_seed=self.cfg["init_seed"], state_dict=states[name == "Model"],
                     dtype=None if self.dtype is None else str(self.dtype).removeprefix("torch.")))):
             (candidate, *_), (reference, *_) = sides
             candidate.send(op, **args(*sides[0][1:]))
@@ -209,7 +209,7 @@ class PairJudge:
             truth = self.truth(inputs, ref_out)
             try:
                 with self.phase("correctness.candidate"):
-                    shared = handover.copies(inputs)
+                    shared = self.sandbox.outbox.copies(inputs)
                     reply = self.run_candidate(shared, ref_out)
             except Verdict as verdict:
                 verdict.error = f"{label}: {verdict.error}"
@@ -397,12 +397,16 @@ def main() -> None:
     start = json.loads(read_line_unbuffered(0))
     config, warm_device = start["config"], start.get("warm_device")
     warm = {"HARNESS_WARM_DEVICE": warm_device} if warm_device else {}
-    # The candidate's worker first: the reference's, forked second, has a copy of the first one's channel.
-    workers = tuple(Sandbox(warm, config["output_limit_bytes"], config["kill_grace_s"]) for _ in range(2))
+    # The candidate's worker first (confined): the reference's, forked second, has a copy of the first one's channel.
+    workers = tuple(Sandbox(warm, config["output_limit_bytes"], config["kill_grace_s"], confined=side == 0)
+                    for side in range(2))
     # torch's shared-memory manager (CPU tensors cross to workers through it) is our child too: started
     # before any worker runs candidate code, it is known as ours and spared when orphans are killed.
     torch.empty(1).share_memory_()
     helpers = frozenset(my_children()) - {w.proc.pid for w in workers}
+    ours = helpers | {w.proc.pid for w in workers}
+    # Any other child of ours is an orphan a candidate's process left (we are its subreaper): the candidate's.
+    workers[0].strays = lambda: [pid for pid in children(os.getpid()) if pid not in ours]
     if warm_device:  # started ahead: FlopCounterMode's first use (seconds of imports) and CUDA start
         with FlopCounterMode(display=False):  # while the pair before ours runs; otherwise paid only when needed
             torch.ones(2).sigmoid()

@@ -17,6 +17,7 @@ import torch
 
 from harness import check, handover, roofline, stats, timing
 from harness.clocks import ClockMonitor
+from harness.gpu_probe import GpuProbe, ProbeUnavailable
 from harness.judges import CONFIRM_PAUSE_S, CONFIRM_ROUNDS  # part of the timing stage's deadline there
 from harness.records import Status, Verdict, one_line
 
@@ -122,23 +123,40 @@ class PairTiming:
         """The alternating rounds, then statistics, the tampering cross-check and the compiled baseline."""
         cfg = self.cfg
         clocks = ClockMonitor(self.device.index or 0) if self.device.type == "cuda" else None
+        probe = self.gpu_probe()
+        window_clean = [True]  # this round's windows each began on a GPU of our own
+
+        def gpu_is_ours() -> None:
+            """Before a window: other processes' GPU work drained (the other worker is stopped by now)."""
+            if probe and not probe.wait_until_ours(cfg["gpu_drain_s"]):
+                window_clean[0] = False
 
         ref_judged, new_judged = [], []  # the judge's own wall clock (ms) around each timing request
 
+        def round_kept() -> bool:
+            """A round counts when the GPU was ours before each window and still is after the last one."""
+            kept = window_clean[0] and not (probe and probe.other_work_ms() > 0)
+            window_clean[0] = True
+            if not kept:
+                self.result.rounds_discarded = (self.result.rounds_discarded or 0) + 1
+                for samples in (ref_judged, new_judged, self.result.ref_wall_ms, self.result.new_wall_ms):
+                    samples.pop()
+            return kept
+
         def ref_sample() -> float:
+            gpu_is_ours()
             with self.reference_side():
-                started = timing.now_ns()
                 ms, wall = plausible_sample(self.expect_ok(self.ref_sandbox.request("time", cfg["timeout"])))
-                ref_judged.append((timing.now_ns() - started) / 1e6)
+                ref_judged.append(self.ref_sandbox.last_request_ms)
             self.result.ref_wall_ms.append(wall)
             if clocks:
                 clocks.sample()
             return ms
 
         def new_sample() -> float:
-            started = timing.now_ns()
+            gpu_is_ours()
             ms, wall = plausible_sample(self.expect_ok(self.sandbox.request("time", cfg["timeout"])))
-            new_judged.append((timing.now_ns() - started) / 1e6)
+            new_judged.append(self.sandbox.last_request_ms)
             self.result.new_wall_ms.append(wall)
             return ms
 
@@ -151,7 +169,15 @@ class PairTiming:
                 checked.append(index - 1)
             self.refresh_timing_inputs(index)
 
-        ref_ms, new_ms, tight = stats.alternate_rounds(ref_sample, new_sample, cfg, rng, before_round)
+        ref_ms, new_ms, tight = stats.alternate_rounds(ref_sample, new_sample, cfg, rng, before_round,
+                                                       round_kept=round_kept)
+        if probe:
+            self.result.gpu_wait_ms = round(probe.waited_ms, 1)
+        if (self.result.rounds_discarded or 0) >= cfg["interference_rounds"] or not ref_ms:
+            self.result.flags.append("interference")
+        if not ref_ms:  # every round had another process on the GPU: no speedup to report
+            self.result.timing_rounds = 0
+            return
         self.check_timed_output(len(ref_ms) - 1)
         self.result.timed_outputs_checked = len(checked) + 1
         self.record_timing(ref_ms, new_ms, tight, clocks)
@@ -162,6 +188,17 @@ class PairTiming:
             self.result.flags.append("timer_tampering")
         if cfg["compile_baseline"]:
             self.time_compiled(self.round_inputs, judge_timer)
+
+    def gpu_probe(self):
+        """The probe of other processes' GPU work for this pair's windows, or None (CPU, turned off, or not
+        loadable here: then the judge's log says why)."""
+        if self.device.type != "cuda" or not self.cfg["gpu_probe_ms"]:
+            return None
+        try:
+            return GpuProbe(self.device, self.cfg["gpu_probe_ms"])
+        except ProbeUnavailable as exc:
+            print(f"GPU probe unavailable, windows unchecked: {exc}", flush=True)
+            return None
 
     def disagrees_again(self, ref_sample, new_sample, ref_judged, new_judged, rng, judge_timer) -> bool:
         """The cross-check once more, on rounds of its own after a pause (not kept as samples): load on the
@@ -194,12 +231,9 @@ class PairTiming:
         the CPU, where a compiled extension's own loops leave no trace: every torch operator it computes
         with is one the reference uses. A candidate that computes nothing traceable is not flagged.
         """
-        with self.reference_side():  # both at once: the profiler is slow to start
-            self.ref_sandbox.send("trace")
-        self.sandbox.send("trace")
-        with self.reference_side():
-            ref_reply = self.ref_sandbox.receive("trace", self.cfg["timeout"])
-        new_reply = self.sandbox.receive("trace", self.cfg["timeout"])
+        with self.reference_side():  # one side at a time, as everything the workers run from here on
+            ref_reply = self.ref_sandbox.request("trace", self.cfg["timeout"])
+        new_reply = self.sandbox.request("trace", self.cfg["timeout"])
         try:  # a profiler that cannot start (no CUPTI, say) leaves the flag unset; it blames no one
             ref, new = self.expect_ok(ref_reply), self.expect_ok(new_reply)
         except Verdict as verdict:
@@ -232,7 +266,7 @@ class PairTiming:
 
     def refresh_side(self, sandbox) -> None:
         """Send one worker a copy of this round's inputs and wait until it has copied them in."""
-        copy = handover.copies(self.round_inputs)
+        copy = sandbox.outbox.copies(self.round_inputs)
         self.hand_over()
         self.expect_ok(sandbox.request("refresh_timing_inputs", self.cfg["timeout"], inputs=copy))
 
@@ -268,7 +302,7 @@ class PairTiming:
     def prepare_side(self, sandbox, inputs: list) -> tuple:
         """Give a worker its own copy of the timing inputs and let it warm up; its (method, batch)."""
         self.hand_over()
-        self.expect_ok(sandbox.request("set_timing_inputs", self.cfg["timeout"], inputs=handover.copies(inputs)))
+        self.expect_ok(sandbox.request("set_timing_inputs", self.cfg["timeout"], inputs=sandbox.outbox.copies(inputs)))
         release_cached_memory(self.device)
         return self.prepare_again(sandbox, allow_graph=True)
 

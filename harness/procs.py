@@ -75,3 +75,78 @@ def reap(pid: int, deadline: float) -> None:
         except ChildProcessError:
             return
         time.sleep(0.01)
+
+
+def children(pid: int) -> list[int]:
+    """The children of a process (every thread's), from /proc/<pid>/task/*/children; [] once it is gone."""
+    found = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                found += [int(c) for c in f.read().split()]
+        except OSError:
+            pass
+    return found
+
+
+def tree(roots) -> list[int]:
+    """These processes and all their descendants (alive at the time of reading)."""
+    seen, todo = [], list(roots)
+    while todo:
+        pid = todo.pop()
+        if pid not in seen:
+            seen.append(pid)
+            todo += children(pid)
+    return seen
+
+
+STOPPED_STATES = set("TtDZX")  # stopped, traced, in a kernel call it leaves stopped, or dead
+STOP_WAIT_S = 5.0
+
+
+def task_states(pid: int) -> str:
+    """The state letter of each thread of a process ('' once it is gone)."""
+    states = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return ""
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                states.append(f.read().rsplit(")", 1)[1].split()[0])
+        except (OSError, IndexError):
+            pass
+    return "".join(states)
+
+
+def stop_all(roots, wait_s: float = STOP_WAIT_S) -> set:
+    """SIGSTOP these processes and every descendant, until every thread of each is stopped (a process that
+    forks meanwhile is caught on the next pass); the pids stopped. Raises TimeoutError past `wait_s`."""
+    stopped, deadline = set(), time.monotonic() + wait_s
+    while True:
+        running = [pid for pid in tree(roots) if not set(task_states(pid)) <= STOPPED_STATES]
+        if not running:
+            return stopped
+        for pid in running:
+            try:
+                os.kill(pid, signal.SIGSTOP)
+                stopped.add(pid)
+            except ProcessLookupError:
+                pass
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"processes {running} did not stop within {wait_s:g} s")
+        time.sleep(0.0001)
+
+
+def continue_all(pids) -> None:
+    """SIGCONT each of these processes (gone ones ignored)."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass

@@ -44,6 +44,7 @@ FLAGS = (
     "wrong_timed_output",
     "noisy_timing",
     "throttled",
+    "interference",
 )
 
 
@@ -115,6 +116,8 @@ class Result:
     orphans_killed: Optional[int] = None  # processes a worker left running, killed when the pair ended
     timed_outputs_checked: Optional[int] = None  # timing rounds whose candidate output was checked
     judge_wall_ms: Optional[float] = None  # the judge's own median clock around one candidate timing request
+    rounds_discarded: Optional[int] = None  # timing rounds dropped: another process used the GPU around a window
+    gpu_wait_ms: Optional[float] = None  # time spent before windows waiting for other processes' GPU work to drain
     clocks: Optional[dict] = None
     timing_rounds: Optional[int] = None
     ref_samples_ms: list = field(default_factory=list)

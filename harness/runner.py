@@ -38,6 +38,7 @@ class RunContext:
     # FLOPs of one reference call per problem file, counted by the run's first judge of it that reached timing:
     # later judges of that problem skip the count (seconds of CPU each on a CPU run).
     flops: dict = dataclasses.field(default_factory=dict)
+    isolation: dict = dataclasses.field(default_factory=dict)  # environment.isolation: protections in force here
 
 
 def pair_key(pair: discover.Pair, source: str, ctx: RunContext) -> str:
@@ -203,4 +204,4 @@ def new_context(config: dict, device: str, overrides: dict, run_dir: Path, env: 
 def write_meta(ctx: RunContext, env: dict, argv: list) -> None:
     """meta.json of the run (environment.write_meta) with its config, device(s) and --set overrides."""
     environment.write_meta(ctx.run_dir, {"config": ctx.config, "device": ctx.device, "devices": list(ctx.devices),
-                                         "overrides": ctx.overrides}, env, argv)
+                                         "overrides": ctx.overrides, "isolation": ctx.isolation}, env, argv)

@@ -19,7 +19,9 @@ import warnings
 from pathlib import Path
 from typing import Optional
 
-from harness import channel
+import torch
+
+from harness import channel, confine, handover, procs
 from harness.procs import make_undumpable
 from harness.records import Status
 
@@ -63,29 +65,55 @@ class Sandbox:
 
     Made in two steps, so that workers can start (and import torch) before their pair is known:
     the constructor starts the process; `greet` waits for it to connect and tells it its device.
+    Once greeted, the worker runs only while a request of ours is in flight: between requests its every
+    process (its tree, and the `strays` the judge attributes to it) is stopped, so that it can neither
+    load the host or the GPU while the other side is timed nor look at what the judge does meanwhile.
+    A `confined` worker (the candidate's) has no capabilities and a seccomp filter (harness.confine);
+    the other (the reference's, trusted) is non-dumpable, like the judge.
     """
 
-    def __init__(self, env_extra: dict, output_limit: int, kill_grace_s: float):
+    def __init__(self, env_extra: dict, output_limit: int, kill_grace_s: float, confined: bool = True):
         self.tmp = tempfile.TemporaryDirectory(prefix="harness-worker-")
         address = os.path.join(self.tmp.name, "channel.sock")
         authkey = secrets.token_bytes(32)
         self.listener = channel.listen(address, authkey)
         env = {**os.environ, **env_extra, "HARNESS_SOCKET": address, "HARNESS_AUTHKEY": authkey.hex(),
                "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
-        self.proc = ForkedWorker(env, self.tmp.name)
+        self.proc = ForkedWorker(env, self.tmp.name, confined)
         self.log = BoundedLog(output_limit)
         self.drainer = threading.Thread(target=self._drain, daemon=True)
         self.drainer.start()
         self.kill_grace_s = kill_grace_s
         self.conn = None
         self.awaiting = None  # the request whose reply has not been read
+        self.strays = lambda: []  # further processes of this side (the judge's adopted orphans)
+        self.paused = set()  # the processes stopped between requests
+        self.sent_ns = 0
+        self.last_request_ms = 0.0  # from the last request's send to its reply, pauses excluded
 
     def greet(self, device: str, cold_cache: bool, env: dict, timeout: float = 120) -> None:
         """Wait for the worker to connect, then send it its device, timer setting and build environment."""
+        self.outbox = handover.Outbox(torch.device(device))  # what we send this worker, and nothing else
         self.conn = self._accept(self.listener, timeout)
         self.listener.close()
         channel.bound_stalls(self.conn, STALL_S)
         self.send_message((device, cold_cache, env))
+        self.pause()
+
+    def pause(self) -> None:
+        """Stop every process of this side until the next request (a no-op once the worker is gone)."""
+        if self.conn is None or self.proc.poll() is not None:
+            return
+        try:
+            self.paused |= procs.stop_all([self.proc.pid, *self.strays()])
+        except TimeoutError as exc:
+            self.stop()
+            raise WorkerFailure(Status.CRASH, f"the worker's processes could not be paused: {exc}") from None
+
+    def resume(self) -> None:
+        """Let this side's processes run again."""
+        procs.continue_all(self.paused)
+        self.paused = set()
 
     def _drain(self) -> None:
         for chunk in iter(lambda: self.proc.stdout.read1(65536), b""):
@@ -112,6 +140,8 @@ class Sandbox:
 
     def send(self, op: str, **args) -> None:
         """Send a request without waiting (`receive` gets its reply): two workers can work at once."""
+        self.resume()
+        self.sent_ns = time.perf_counter_ns()
         self.send_message((op, args))
         self.awaiting = op
 
@@ -134,6 +164,13 @@ class Sandbox:
             if time.monotonic() > deadline:
                 self.stop()
                 raise WorkerFailure(Status.TIMEOUT, f"no reply to '{op}' within {timeout:g} s; worker stopped")
+        reply = self._read_reply(op)
+        self.last_request_ms = (time.perf_counter_ns() - self.sent_ns) / 1e6
+        self.pause()
+        return reply
+
+    def _read_reply(self, op: str) -> channel.Reply:
+        """The reply waiting on the channel, read with every way it can be wrong turned into WorkerFailure."""
         try:
             return channel.parse_reply(channel.recv_restricted(self.conn))
         except channel.MalformedReply as exc:
@@ -178,6 +215,8 @@ class Sandbox:
         """SIGTERM the worker's whole process group, then SIGKILL what is left."""
         if self.proc.poll() is None:
             signal_group(self.proc.pid, signal.SIGTERM)
+            self.resume()  # a stopped process cannot act on SIGTERM
+            signal_group(self.proc.pid, signal.SIGCONT)
             try:
                 self.proc.wait(self.kill_grace_s)
             except subprocess.TimeoutExpired:
@@ -213,7 +252,7 @@ class ForkedWorker:
     worker may not see: the child has a copy of our memory (the judge forks before it reads its job, which
     carries the run's secret)."""
 
-    def __init__(self, env: dict, cwd: str):
+    def __init__(self, env: dict, cwd: str, confined: bool = True):
         read_end, write_end = os.pipe()
         sys.stdout.flush()
         sys.stderr.flush()  # nothing we buffered is written again by the child
@@ -221,7 +260,7 @@ class ForkedWorker:
             warnings.simplefilter("ignore", DeprecationWarning)
             pid = os.fork()
         if pid == 0:
-            become_worker(env, cwd, write_end)
+            become_worker(env, cwd, write_end, confined)
         os.close(write_end)  # the child holds the only write end: its death is our EOF
         self.pid, self.returncode = pid, None
         self.stdout = os.fdopen(read_end, "rb")
@@ -246,14 +285,17 @@ class ForkedWorker:
         return self.returncode
 
 
-def become_worker(env: dict, cwd: str, out_fd: int) -> None:
+def become_worker(env: dict, cwd: str, out_fd: int, confined: bool = True) -> None:
     """In the forked child: what a fresh `python -m harness.worker` would have (a session of its own, its
-    folder, /dev/null for stdin, stdout and stderr into the judge's pipe, this environment, dumpable), and
-    none of the judge's descriptors (its stdin will carry the job); then the worker's loop. Never returns."""
+    folder, /dev/null for stdin, stdout and stderr into the judge's pipe, this environment), none of the
+    judge's descriptors (its stdin will carry the job), and the candidate's confinement (or, for the trusted
+    reference worker, non-dumpable like the judge); then the worker's loop. Never returns."""
     code = 1
     try:
         gc.freeze()  # our objects are the judge's: never collected here (a finalizer could delete its files)
         os.setsid()
+        if confined:  # while this process has one thread: the filter must cover every thread it will have
+            confine.confine()  # what the machine refuses is reported by the run (environment.isolation)
         os.chdir(cwd)
         null = os.open(os.devnull, os.O_RDWR)
         os.dup2(null, 0)
@@ -264,7 +306,7 @@ def become_worker(env: dict, cwd: str, out_fd: int) -> None:
                 os.dup2(null, fd)  # not closed: a Python object of ours that closes it later closes /dev/null
         os.environ.clear()
         os.environ.update(env)
-        make_undumpable(dumpable=True)  # as exec would reset it
+        make_undumpable(dumpable=confined)  # the candidate's as exec would reset it; the reference's stays closed
         from harness import worker
 
         worker.main()
