@@ -9,6 +9,8 @@ memory pool that holds nothing else: a worker's mappings show only what it was g
 """
 from __future__ import annotations
 
+import contextlib
+
 import torch
 
 
@@ -21,16 +23,27 @@ class Outbox:
 
     def copy(self, x):
         """A tensor's copy for the peer to map (anything else as it is)."""
-        if not isinstance(x, torch.Tensor):
-            return x
-        if self.pool is None or not x.is_cuda:
+        if not isinstance(x, torch.Tensor) or not x.is_cuda:
             return copy(x)
-        with torch.cuda.use_mem_pool(self.pool, device=x.device):
+        with self.allocating():
             return copy(x)
+
+    def allocating(self):
+        """A context in which this thread's new GPU tensors are allocated in the outbox (a no-op on the CPU)."""
+        if self.pool is None:
+            return contextlib.nullcontext()
+        return torch.cuda.use_mem_pool(self.pool, device=self.device)
 
     def copies(self, values) -> list:
         """Copies of the tensors in a list or tuple (other values as they are), of the same kind."""
         return type(values)(self.copy(x) for x in values) if type(values) in (list, tuple) else [self.copy(x) for x in values]
+
+    def release(self) -> None:
+        """Let the GPU memory of what was sent before go back to the device once the peer lets go of it: a live
+        pool keeps its free blocks for itself (torch.cuda.empty_cache frees a pool's segments only once the pool
+        is gone), which held tens of GB on the H100. The next copy starts a new pool."""
+        if self.pool is not None:
+            self.pool = torch.cuda.MemPool()
 
     def state_copy(self, state: dict) -> dict:
         """A model's state_dict, copied for the peer to load (ours stays private)."""

@@ -109,37 +109,42 @@ class PairJudge:
     # -- the candidate side ------------------------------------------------------------------------
 
     def start_workers(self) -> None:
-        """Both workers at once: the candidate imported (timing its build) and ModelNew built in one, the
-        reference's Model in the other (it is timed there later). A candidate's failure is its verdict;
-        the reference's is the harness's (a crash)."""
+        """Both workers: the candidate imported (timing its build) and ModelNew built in one, the reference's
+        Model in the other (it is timed there later). Imports run at once; constructions one at a time, the
+        reference's first, each with a copy of the weights made just before, so that the candidate never runs
+        while the reference's copy (a shared-memory file on the CPU, which any process of this user can open)
+        is still to be read. A candidate's failure is its verdict; the reference's is the harness's."""
         env = {}
         if self.device.type == "cuda" and "TORCH_CUDA_ARCH_LIST" not in os.environ:
             major, minor = torch.cuda.get_device_capability(self.device)
             env["TORCH_CUDA_ARCH_LIST"] = f"{major}.{minor}"  # build for this GPU only: much faster
-        sides = ((self.sandbox, self.job["solution_path"], self.job["solution_source"], "ModelNew"),
-                 (self.ref_sandbox, self.job["problem_path"], self.problem_source, "Model"))
         # Only the candidate gets the build folders (and the lock, held until ModelNew is built).
         self.sandbox.greet(str(self.device), self.cfg["cold_cache"], {**env, **candidate_build_env(self.job["build_dir"])})
         with self.reference_side():
             self.ref_sandbox.greet(str(self.device), self.cfg["cold_cache"], env)
-        states = [side[0].outbox.state_copy(self.model.state_dict()) for side in sides]  # one copy each
-        self.hand_over()
-        for op, timeout, args in (
-                ("import", self.cfg["compile_timeout"], lambda path, source, name: dict(
-                    path=path, source=source, overrides=self.job["overrides"], class_name=name,
-                    module_name="reference_module" if name == "Model" else "candidate_module")),
-                # A candidate may build its extension in __init__: construction gets the build's time limit too.
-                ("construct", self.cfg["timeout"] + self.cfg["compile_timeout"], lambda path, source, name: dict(
-                    init_args=self.init_args, init_seed=self.cfg["init_seed"], state_dict=states[name == "Model"],
-                    dtype=None if self.dtype is None else str(self.dtype).removeprefix("torch.")))):
-            (candidate, *_), (reference, *_) = sides
-            candidate.send(op, **args(*sides[0][1:]))
-            with self.reference_side():
-                reference.send(op, **args(*sides[1][1:]))
-            reply = self.expect_ok(candidate.receive(op, timeout), candidate)
-            with self.reference_side():
-                self.expect_ok(reference.receive(op, timeout), reference)
+        imports = {side: dict(path=path, source=source, overrides=self.job["overrides"], class_name=name,
+                              module_name="reference_module" if name == "Model" else "candidate_module")
+                   for side, path, source, name in ((self.sandbox, self.job["solution_path"], self.job["solution_source"], "ModelNew"),
+                                                    (self.ref_sandbox, self.job["problem_path"], self.problem_source, "Model"))}
+        self.sandbox.send("import", **imports[self.sandbox])
+        with self.reference_side():
+            self.ref_sandbox.send("import", **imports[self.ref_sandbox])
+        reply = self.expect_ok(self.sandbox.receive("import", self.cfg["compile_timeout"]), self.sandbox)
+        with self.reference_side():
+            self.expect_ok(self.ref_sandbox.receive("import", self.cfg["compile_timeout"]), self.ref_sandbox)
+            self.construct(self.ref_sandbox)
+        reply = self.construct(self.sandbox)
         self.result.compile_s = round(float(reply["build_s"]), 3)
+
+    def construct(self, sandbox: Sandbox) -> dict:
+        """Build one worker's model with its own copy of the reference's weights; the reply's payload."""
+        state = sandbox.outbox.state_copy(self.model.state_dict())
+        self.hand_over()
+        # A candidate may build its extension in __init__: construction gets the build's time limit too.
+        reply = sandbox.request("construct", self.cfg["timeout"] + self.cfg["compile_timeout"], init_args=self.init_args,
+                                init_seed=self.cfg["init_seed"], state_dict=state,
+                                dtype=None if self.dtype is None else str(self.dtype).removeprefix("torch."))
+        return self.expect_ok(reply, sandbox)
 
     def expect_ok(self, reply: channel.Reply, sandbox: Sandbox | None = None):
         """The payload of an Ok reply; a Failed one ends the pair with its status."""
@@ -161,6 +166,10 @@ class PairJudge:
         if problem:
             raise Verdict(Status.INCORRECT, problem)
         return reply
+
+    def outboxes(self) -> list:
+        """Where the workers' handed tensors are allocated (each a pool of its own), once they are greeted."""
+        return [s.outbox for s in (self.sandbox, self.ref_sandbox) if s is not None and s.outbox is not None]
 
     def hand_over(self) -> None:
         """Our GPU work done before a worker reads what we send it (handover.ready)."""
@@ -224,7 +233,7 @@ class PairJudge:
                     self.first_trial_guards(shared, inputs, reply, ref_out)
             del inputs, shared, reply, ref_out, truth
             with self.phase("correctness.release"):
-                release_cached_memory(self.device)
+                release_cached_memory(self.device, outboxes=self.outboxes())
         self.result.trials = trials
         self.flag_precision(ref_err, new_err)
 

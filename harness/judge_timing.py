@@ -107,7 +107,7 @@ class PairTiming:
             with self.phase("timing_setup.flops"):
                 self.judge.reference(private, count_flops=True)  # for the roofline: the FLOPs of one call
         self.result.flops = self.judge.flops
-        release_cached_memory(self.device)
+        release_cached_memory(self.device, outboxes=self.judge.outboxes())
         with self.phase("timing_setup.prepare"):
             with self.reference_side():
                 ref_method, ref_batch = self.prepare_side(self.ref_sandbox, private)
@@ -262,13 +262,18 @@ class PairTiming:
             with self.reference_side():
                 self.refresh_side(self.ref_sandbox)
             self.refresh_side(self.sandbox)
-            release_cached_memory(self.device, only_when_short=True)
 
     def refresh_side(self, sandbox) -> None:
-        """Send one worker a copy of this round's inputs and wait until it has copied them in."""
+        """Send one worker a copy of this round's inputs (from its outbox) and wait until it has copied them in.
+        (Tried on the H100: the round's inputs made in the reference's outbox and sent to it as they are, one
+        copy a round instead of two: A/A pairs of the full-size sigmoid then came out 0.889 with the GPU probe
+        on, twice; with a copy each, ties.)"""
         copy = sandbox.outbox.copies(self.round_inputs)
         self.hand_over()
         self.expect_ok(sandbox.request("refresh_timing_inputs", self.cfg["timeout"], inputs=copy))
+        del copy
+        # Short of memory (inputs of GBs): this copy's memory goes back before the other side's is made.
+        release_cached_memory(self.device, only_when_short=True, outboxes=[sandbox.outbox])
 
     def check_timed_output(self, index: int) -> None:
         """The candidate's last timed output of round `index` must be right for that round's inputs."""
@@ -303,7 +308,7 @@ class PairTiming:
         """Give a worker its own copy of the timing inputs and let it warm up; its (method, batch)."""
         self.hand_over()
         self.expect_ok(sandbox.request("set_timing_inputs", self.cfg["timeout"], inputs=sandbox.outbox.copies(inputs)))
-        release_cached_memory(self.device)
+        release_cached_memory(self.device, outboxes=self.judge.outboxes())
         return self.prepare_again(sandbox, allow_graph=True)
 
     def prepare_again(self, sandbox, allow_graph: bool = False) -> tuple:
@@ -375,14 +380,17 @@ def plausible_sample(payload) -> tuple[float, float]:
     return ms, wall
 
 
-def release_cached_memory(device: torch.device, only_when_short: bool = False) -> None:
-    """Hand this process's cached GPU blocks back, so the workers can use the memory; only_when_short:
-    only when under a quarter of the GPU is free (in timing rounds, where freeing and allocating again
-    every round would cost more than the round's own work)."""
+def release_cached_memory(device: torch.device, only_when_short: bool = False, outboxes=()) -> None:
+    """Hand this process's cached GPU blocks back, so the workers can use the memory (the workers' outboxes'
+    too); only_when_short: only when under a quarter of the GPU is free (in timing rounds, where freeing and
+    allocating again every round would cost more than the round's own work)."""
     if device.type != "cuda":
         return
     if only_when_short:
         free, total = torch.cuda.mem_get_info(device)
         if free > total / 4:
             return
+    for outbox in outboxes:
+        outbox.release()
+    torch.cuda.ipc_collect()  # blocks a worker has let go of: back to their pools, which can then be freed
     torch.cuda.empty_cache()

@@ -85,6 +85,7 @@ class Sandbox:
         self.drainer.start()
         self.kill_grace_s = kill_grace_s
         self.conn = None
+        self.outbox = None  # where what we send it is allocated (made when it is greeted: then its device is known)
         self.awaiting = None  # the request whose reply has not been read
         self.strays = lambda: []  # further processes of this side (the judge's adopted orphans)
         self.paused = set()  # the processes stopped between requests

@@ -66,7 +66,9 @@ def alternate_rounds(ref_call: Callable[[], float], new_call: Callable[[], float
         return len(ref_ms) >= cfg["min_rounds"] and \
             ci_is_tight(speedup_with_ci(ref_ms, new_ms, cfg["bootstrap_samples"]), cfg["target_ci_pct"])
 
-    while len(ref_ms) < cfg["max_rounds"] and (not ref_ms or clock() < deadline):
+    attempts = 0  # rounds run, dropped ones included: the judge's deadline holds even when every round is dropped
+    while len(ref_ms) < cfg["max_rounds"] and attempts < 2 * cfg["max_rounds"] and (not attempts or clock() < deadline):
+        attempts += 1
         before_round(len(ref_ms))
         for side in rng.sample(["ref", "new"], 2):
             call, samples = calls[side]

@@ -5,6 +5,9 @@
     python scripts/gpu_acceptance.py kernelbench KB --out DIR  # KernelBench problems against themselves (KB: the
                                                              # folder holding level1/, level2/)
     python scripts/gpu_acceptance.py tests --out DIR [PYTEST ARGS]  # pytest -m gpu (all GPU tests, or those named)
+    python scripts/gpu_acceptance.py isolation --out DIR [--before OLD]  # issue 15's attacks on the GPU, and the cost
+                                                             # of isolation: the warm full-size sigmoid A/A pair here
+                                                             # and in OLD (a checkout of an earlier harness), alternately
     python scripts/gpu_acceptance.py summary DIR... > results/gpu-acceptance-h100.md
 
 Each part writes DIR/acceptance-<part>.json (what ran, its exit status, its verdicts) and logs beside it; `summary`
@@ -49,13 +52,13 @@ def provenance() -> dict:
 DEADLINE = [float("inf")]  # monotonic time by which the part's commands must end (--budget)
 
 
-def run_logged(command: list, log: Path, timeout: float, env: dict | None = None) -> tuple[int, float]:
-    """Run a command from the repository root, its output to `log`; (exit status, wall seconds)."""
+def run_logged(command: list, log: Path, timeout: float, env: dict | None = None, cwd: Path = ROOT) -> tuple[int, float]:
+    """Run a command (from the repository root, or `cwd`), its output to `log`; (exit status, wall seconds)."""
     started = time.monotonic()
     timeout = max(1.0, min(timeout, DEADLINE[0] - started))
     with open(log, "w") as out:
         try:
-            code = subprocess.run(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, timeout=timeout,
+            code = subprocess.run(command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, timeout=timeout,
                                   env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}).returncode
         except subprocess.TimeoutExpired:
             code = 124
@@ -68,7 +71,8 @@ def pair_rows(run_dir: Path) -> list[dict]:
     for line in (run_dir / "results.jsonl").read_text().splitlines():
         r = json.loads(line)
         rows.append({k: r.get(k) for k in ("problem", "solution", "status", "flags", "speedup", "speedup_ci_low",
-                                            "speedup_ci_high", "tie", "error", "device", "wall_s")})
+                                            "speedup_ci_high", "tie", "error", "device", "wall_s", "timing_rounds",
+                                            "rounds_discarded", "gpu_wait_ms", "peak_mem_mb")})
     return rows
 
 
@@ -113,16 +117,17 @@ def part_kernelbench(out: Path, kernelbench: Path) -> dict:
             "wall_s": wall, "pairs": rows}
 
 
-def part_tests(out: Path, pytest_args: list) -> dict:
-    """pytest -m gpu; the GPU adversarial run's folder is kept (HARNESS_GPU_ADVERSARIAL_OUT) and summarized."""
+def part_tests(out: Path, pytest_args: list, keep: str = "HARNESS_GPU_ADVERSARIAL_OUT") -> dict:
+    """pytest -m gpu; the run folder a GPU test keeps (the adversarial set's, or the isolation set's: `keep` names
+    the variable that tells the test where) is summarized."""
     from xml.etree import ElementTree
 
-    adversarial = WORK / "adversarial"
+    adversarial = WORK / keep.lower()
     shutil.rmtree(adversarial, ignore_errors=True)  # an earlier part's run on a warm machine is not this one's
     junit = out / "pytest-gpu.xml"
     command = [sys.executable, "-m", "pytest", "-m", "gpu", "-p", "no:cacheprovider", f"--junitxml={junit}", *pytest_args]
     code, wall = run_logged(command, out / "pytest-gpu.log", timeout=3000,
-                            env={"HARNESS_GPU_ADVERSARIAL_OUT": str(adversarial)})
+                            env={keep: str(adversarial)})
     counts, failed = {}, []
     if junit.exists():
         suite = ElementTree.parse(junit).getroot()
@@ -134,6 +139,40 @@ def part_tests(out: Path, pytest_args: list) -> dict:
              "failed": failed}
     if (adversarial / "results.jsonl").exists():
         entry["adversarial"] = pair_rows(adversarial)
+    return entry
+
+
+AA_SIGMOID = "import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.sigmoid(x)\n"
+COST_RUNS = 2  # A/A runs of the full-size sigmoid per harness variant, alternating
+
+
+def part_isolation(out: Path, before, skip_tests: bool = False) -> dict:
+    """The isolation GPU tests (their attack run kept and summarized), then the cost: the full-size sigmoid against
+    itself, as `python run.py --problem sigmoid --solution AA` is typed, COST_RUNS times in this checkout, in it
+    with the GPU probe off, and in `before`, alternately (same machine, same call): each pair's wall seconds,
+    speedup and CI, and its results (raw samples) beside the logs."""
+    entry = {"command": "isolation (tests skipped)", "exit": 0, "wall_s": 0.0} if skip_tests else \
+        part_tests(out, ["tests/adversarial/test_isolation_gpu.py"], keep="HARNESS_GPU_ISOLATION_OUT")
+    WORK.mkdir(parents=True, exist_ok=True)
+    aa, no_probe = WORK / "aa_sigmoid.py", WORK / "no-probe.yaml"
+    aa.write_text(AA_SIGMOID)
+    no_probe.write_text("gpu_probe_ms: 0.0\n")
+    variants = [("before", before, []), ("after", ROOT, []), ("after, probe off", ROOT, ["--config", str(no_probe)])]
+    cost = []
+    for i in range(COST_RUNS):
+        for name, tree, extra in variants:
+            if tree is None:
+                continue
+            label = f"cost-{name.replace(', ', '-').replace(' ', '-')}-{i}"
+            run_dir = WORK / label
+            shutil.rmtree(run_dir, ignore_errors=True)
+            code, wall = run_logged([sys.executable, "run.py", "--problem", "sigmoid", "--solution", str(aa), "--out",
+                                     str(run_dir), *extra], out / f"{label}.log", timeout=600, cwd=tree)
+            rows = pair_rows(run_dir) if (run_dir / "results.jsonl").exists() else []
+            if rows:
+                shutil.copy(run_dir / "results.jsonl", out / f"{label}-results.jsonl")
+            cost.append({"harness": name, "run": i, "exit": code, "run_wall_s": wall, **(rows[0] if rows else {})})
+    entry["cost"] = cost
     return entry
 
 
@@ -177,10 +216,19 @@ def summary(records: list[dict]) -> str:
                           f"passed, {c.get('failures', 0)} failed, {c.get('errors', 0)} errors, {c.get('skipped', 0)} skipped."
                           + (f" Failed: {', '.join(entry['failed'])}." if entry["failed"] else ""), ""]
             if entry.get("adversarial"):
-                lines += ["The GPU adversarial run inside it (no --device; judges ahead; build stage):", ""]
+                lines += ["The GPU run kept by the tests (no --device; judges ahead; build stage):", ""]
                 lines += pairs_table(entry["adversarial"]) + [""]
             if entry.get("pairs"):
                 lines += pairs_table(entry["pairs"]) + [""]
+            if entry.get("cost"):
+                lines += ["Cost of isolation: the full-size sigmoid against itself (`python run.py --problem sigmoid "
+                          "--solution AA`, torch.sigmoid), before (the earlier harness) and after, alternately:", "",
+                          "| harness | run | status | speedup [95% CI] | tie | rounds (dropped) | GPU wait ms | pair wall s "
+                          "| run.py wall s | flags |", "|---|---:|---|---|---|---|---:|---:|---:|---|"]
+                lines += [f"| {c['harness']} | {c['run']} | {c.get('status', 'exit ' + str(c['exit']))} | {speed(c)} | "
+                          f"{c.get('tie')} | {c.get('timing_rounds')} ({c.get('rounds_discarded') or 0}) | {c.get('gpu_wait_ms')} | "
+                          f"{c.get('wall_s') or 0:.1f} | {c['run_wall_s']:.0f} | {', '.join(c.get('flags') or [])} |"
+                          for c in entry["cost"]] + [""]
             for key, title, name in (
                     ("against_explicit", "Against the same command with `--device cuda:0`, run just after it in the same "
                      "call:", "cuda:0"),
@@ -195,7 +243,9 @@ def summary(records: list[dict]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("part", choices=["readme", "kernelbench", "tests", "summary"])
+    parser.add_argument("part", choices=["readme", "kernelbench", "tests", "isolation", "summary"])
+    parser.add_argument("--before", type=Path, help="isolation: a checkout of the harness to compare costs with")
+    parser.add_argument("--skip-tests", action="store_true", help="isolation: the cost runs only")
     parser.add_argument("args", nargs="*", help="kernelbench: the KernelBench folder; tests: pytest arguments; "
                                                 "summary: folders holding acceptance-*.json")
     parser.add_argument("--out", type=Path, help="where the part writes its record and logs")
@@ -204,7 +254,7 @@ def main() -> int:
     args, unknown = parser.parse_known_args()
     if args.part == "summary":
         records = [json.loads(p.read_text()) for folder in args.args for p in sorted(Path(folder).glob("acceptance-*.json"))]
-        order = {"readme": 0, "kernelbench": 1, "tests": 2}
+        order = {"readme": 0, "kernelbench": 1, "tests": 2, "isolation": 3}
         print(summary(sorted(records, key=lambda r: (order[r["part"]], r["provenance"]["date"]))))
         return 0
     args.out.mkdir(parents=True, exist_ok=True)
@@ -214,6 +264,8 @@ def main() -> int:
         data = part_readme(args.out)
     elif args.part == "kernelbench":
         data = part_kernelbench(args.out, Path(args.args[0]))
+    elif args.part == "isolation":
+        data = part_isolation(args.out, args.before, args.skip_tests)
     else:
         data = part_tests(args.out, args.args + unknown)
     name = f"acceptance-{args.part}" + (f"-{time.strftime('%H%M%S')}" if args.part == "tests" else "") + ".json"

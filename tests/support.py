@@ -1,4 +1,8 @@
 """Paths and probes the tests share (imported as `support`; conftest.py holds only pytest hooks)."""
+import json
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -17,3 +21,17 @@ class NoJudges:
 
     def close(self):
         pass
+
+
+def judge_run(problem: str, solutions: list, out: Path, config: Path, timeout_s: int, *extra: str) -> tuple:
+    """Judge the solutions on `problem` in one run.py invocation as a user types it (no --device):
+    ({solution: record}, the run's wall seconds)."""
+    args = [sys.executable, "run.py", "--problem", problem, "--config", str(config), "--timeout", str(timeout_s),
+            "--out", str(out), *extra]
+    for path in solutions:
+        args += ["--solution", str(path)]
+    started = time.monotonic()
+    proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=1500)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    results = {r["solution"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    return results, time.monotonic() - started

@@ -50,10 +50,11 @@ def test_nbytes_counts_nested_tensors():
 
 def test_what_crosses_to_a_peer_is_a_copy_of_its_own():
     mine = [torch.ones(3), 5]
-    sent = handover.copies(mine)
+    outbox = handover.Outbox(torch.device("cpu"))
+    sent = outbox.copies(mine)
     assert sent[1] == 5 and torch.equal(sent[0], mine[0])
     assert sent[0].untyped_storage().data_ptr() != mine[0].untyped_storage().data_ptr()
     sent[0].zero_()
     assert mine[0].sum() == 3  # a peer writing into what it got cannot touch ours
-    state = handover.state_copy({"w": mine[0]})
+    state = outbox.state_copy({"w": mine[0]})
     assert state["w"].untyped_storage().data_ptr() != mine[0].untyped_storage().data_ptr()

@@ -91,3 +91,20 @@ def test_a_ci_from_fewer_than_min_rounds_is_never_tight():
     ref, new, tight = stats.alternate_rounds(lambda: 1.0, lambda: 0.5, {**ROUNDS_CFG, "max_rounds": 3},
                                              random.Random(0))
     assert len(ref) == 3 and not tight  # three identical rounds have a zero-width CI, which proves nothing
+
+
+def test_dropped_rounds_are_not_kept_and_the_deadline_holds():
+    """round_kept rejects every other round: those samples are gone; rejecting all ends at the judge's deadline."""
+    verdicts = iter([True, False] * 100)
+    ref, new, _ = stats.alternate_rounds(lambda: 2.0, lambda: 1.0, {**ROUNDS, "max_rounds": 6}, random.Random(0),
+                                         round_kept=lambda: next(verdicts))
+    assert len(ref) == len(new) == 6
+    now = [0.0]
+
+    def clock():
+        now[0] += 1.0
+        return now[0]
+
+    ref, new, tight = stats.alternate_rounds(lambda: 2.0, lambda: 1.0, {**ROUNDS_CFG, "max_timing_s": 5.0},
+                                             random.Random(0), clock=clock, round_kept=lambda: False)
+    assert ref == new == [] and not tight

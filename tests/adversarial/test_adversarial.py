@@ -54,8 +54,13 @@ EXPECTED = {
     "searches_gc_for_reference": ("incorrect", None, []),
     "searches_its_judges_memory": ("correct", None, ["no_custom_kernel"]),
     "shrinks_the_problem": ("correct", None, ["no_custom_kernel"]),
-    # Non-dumpable processes are closed to the user's other processes, but not to root (CAP_SYS_PTRACE).
-    "reads_the_secret": ("correct", None, []) if os.geteuid() != 0 else ("runtime_error", "could read", []),
+    # Non-dumpable processes are closed to the user's other processes, and the candidate's worker has no
+    # capabilities (as root, CAP_SYS_PTRACE would open them).
+    "reads_the_secret": ("correct", None, ["no_custom_kernel"]),
+    # isolation: signals, ptrace and /proc of the harness's processes refused; spinners stopped between requests
+    "signals_the_harness": ("correct", None, ["no_custom_kernel"]),
+    "pulses_the_reference": ("correct", None, ["no_custom_kernel"]),
+    "hogs_while_idle": ("correct", None, ["no_custom_kernel"]),
     # result reuse
     "caches_by_content": ("correct", None, []),
     "caches_by_pointer": ("incorrect", None, []),

@@ -1,35 +1,25 @@
 """The CUDA adversarial set (tests/adversarial/cuda) plus CPU ones that matter on a GPU, judged on a GPU as a
 user runs the harness: no --device flag (auto), judges started ahead, the build stage on."""
-import json
 import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
+from support import judge_run
 
 pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 FIXTURES = ROOT / "tests" / "fixtures"
 CPU_ONES = ["calls_the_reference_op", "returns_uninitialized", "caches_by_pointer", "caches_by_content",
-            "mutates_input"]
+            "mutates_input", "signals_the_harness"]
 TIMEOUT_S = 30
-ALONE = ("bfloat16_matmul", "keeps_every_output")  # judged on problems of their own sizes
 
 
-def judge(problem: str, solutions: list, out: Path, *extra: str) -> dict:
-    """Judge the solutions on `problem` in one run.py invocation; {solution: record}, and the run's wall seconds."""
-    args = [sys.executable, "run.py", "--problem", problem, "--config", str(HERE / "adversarial.yaml"), "--timeout",
-            str(TIMEOUT_S), "--out", str(out), *extra]
-    for path in solutions:
-        args += ["--solution", str(path)]
-    started = time.monotonic()
-    proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=1500)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    results = {r["solution"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
-    return results, time.monotonic() - started
+def judge(problem: str, solutions: list, out: Path, *extra: str) -> tuple:
+    """The adversarial config's run.py over these solutions (support.judge_run)."""
+    return judge_run(problem, solutions, out, HERE / "adversarial.yaml", TIMEOUT_S, *extra)
+# judged on problems of their own sizes (the GPU hogs in test_isolation_gpu.py)
+ALONE = ("bfloat16_matmul", "keeps_every_output", "hogs_the_gpu_while_idle", "hog_child_on_the_gpu")
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +45,8 @@ def gpu_run(tmp_path_factory):
     ("caches_by_pointer", ("incorrect",), []),
     ("caches_by_content", ("correct",), []),
     ("mutates_input", ("incorrect",), ["input_mutated"]),
+    ("signals_the_harness", ("correct",), []),  # every signal, ptrace and /proc read refused
+    ("scans_its_mapped_segment", ("correct",), []),  # nothing of the judge's in its mapping
 ])
 def test_gpu_status_and_flags(gpu_run, solution, status, flags):
     result = gpu_run[0][solution]
