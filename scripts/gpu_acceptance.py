@@ -146,7 +146,7 @@ AA_SIGMOID = "import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module)
 COST_RUNS = 2  # A/A runs of the full-size sigmoid per harness variant, alternating
 
 
-def part_isolation(out: Path, before, skip_tests: bool = False) -> dict:
+def part_isolation(out: Path, before, skip_tests: bool = False, cost_runs: int = COST_RUNS) -> dict:
     """The isolation GPU tests (their attack run kept and summarized), then the cost: the full-size sigmoid against
     itself, as `python run.py --problem sigmoid --solution AA` is typed, COST_RUNS times in this checkout, in it
     with the GPU probe off, and in `before`, alternately (same machine, same call): each pair's wall seconds,
@@ -159,7 +159,7 @@ def part_isolation(out: Path, before, skip_tests: bool = False) -> dict:
     no_probe.write_text("gpu_probe_ms: 0.0\n")
     variants = [("before", before, []), ("after", ROOT, []), ("after, probe off", ROOT, ["--config", str(no_probe)])]
     cost = []
-    for i in range(COST_RUNS):
+    for i in range(cost_runs):
         for name, tree, extra in variants:
             if tree is None:
                 continue
@@ -246,6 +246,7 @@ def main() -> int:
     parser.add_argument("part", choices=["readme", "kernelbench", "tests", "isolation", "summary"])
     parser.add_argument("--before", type=Path, help="isolation: a checkout of the harness to compare costs with")
     parser.add_argument("--skip-tests", action="store_true", help="isolation: the cost runs only")
+    parser.add_argument("--cost-runs", type=int, default=COST_RUNS, help="isolation: A/A runs per harness variant")
     parser.add_argument("args", nargs="*", help="kernelbench: the KernelBench folder; tests: pytest arguments; "
                                                 "summary: folders holding acceptance-*.json")
     parser.add_argument("--out", type=Path, help="where the part writes its record and logs")
@@ -265,7 +266,7 @@ def main() -> int:
     elif args.part == "kernelbench":
         data = part_kernelbench(args.out, Path(args.args[0]))
     elif args.part == "isolation":
-        data = part_isolation(args.out, args.before, args.skip_tests)
+        data = part_isolation(args.out, args.before, args.skip_tests, args.cost_runs)
     else:
         data = part_tests(args.out, args.args + unknown)
     name = f"acceptance-{args.part}" + (f"-{time.strftime('%H%M%S')}" if args.part == "tests" else "") + ".json"

@@ -21,7 +21,7 @@ HONEST = [ROOT / "tests" / "fixtures" / "solutions" / "fx_relu" / "aa_reference.
           HERE / "cpu" / "calls_the_reference_op.py"]
 CAUGHT = {"interference", "timer_tampering"}
 def judge(problem: str, solutions: list, out: Path, *extra: str) -> dict:
-    return judge_run(problem, solutions, out, HERE / "adversarial.yaml", 60, *extra)[0]
+    return judge_run(problem, solutions, out, HERE / "isolation-gpu.yaml", 60, *extra)[0]
 
 
 GPU_HOG = "import torch\na = torch.randn(4096, 4096, device='cuda')\nwhile True:\n    a @ a\n    torch.cuda.synchronize()\n"
