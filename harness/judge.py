@@ -122,14 +122,12 @@ class PairJudge:
         self.sandbox.greet(str(self.device), self.cfg["cold_cache"], {**env, **candidate_build_env(self.job["build_dir"])})
         with self.reference_side():
             self.ref_sandbox.greet(str(self.device), self.cfg["cold_cache"], env)
-        imports = {side: dict(path=path, source=source, overrides=self.job["overrides"], class_name=name,
-                              module_name="reference_module" if name == "Model" else "candidate_module")
-                   for side, path, source, name in ((self.sandbox, self.job["solution_path"], self.job["solution_source"], "ModelNew"),
-                                                    (self.ref_sandbox, self.job["problem_path"], self.problem_source, "Model"))}
-        self.sandbox.send("import", **imports[self.sandbox])
+        self.sandbox.send("import", path=self.job["solution_path"], source=self.job["solution_source"],
+                          overrides=self.job["overrides"], class_name="ModelNew", module_name="candidate_module")
         with self.reference_side():
-            self.ref_sandbox.send("import", **imports[self.ref_sandbox])
-        reply = self.expect_ok(self.sandbox.receive("import", self.cfg["compile_timeout"]), self.sandbox)
+            self.ref_sandbox.send("import", path=self.job["problem_path"], source=self.problem_source,
+                                  overrides=self.job["overrides"], class_name="Model", module_name="reference_module")
+        self.expect_ok(self.sandbox.receive("import", self.cfg["compile_timeout"]), self.sandbox)
         with self.reference_side():
             self.expect_ok(self.ref_sandbox.receive("import", self.cfg["compile_timeout"]), self.ref_sandbox)
             self.construct(self.ref_sandbox)
