@@ -137,7 +137,9 @@ def test_status_reason_and_flags(adversarial_run, solution):
     assert set(flags) <= set(result["flags"]), result["flags"]
     if status == "correct" and "no_custom_kernel" not in flags:
         assert "no_custom_kernel" not in result["flags"]
-    if status == "correct" and solution not in ("patches_the_timer", "forges_a_stopped_clock"):
+    # hogs_while_idle's spinning thread holds the GIL during its own requests too: the judge's clock may see the
+    # time its worker loses beyond the windows (timer_tampering), a fair finding against a hog.
+    if status == "correct" and solution not in ("patches_the_timer", "forges_a_stopped_clock", "hogs_while_idle"):
         assert "timer_tampering" not in result["flags"], (result["new_samples_ms"], result["judge_wall_ms"])
 
 
