@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from harness import check, handover, roofline, stats, timing
+from harness import check, roofline, stats, timing
 from harness.clocks import ClockMonitor
 from harness.gpu_probe import GpuProbe, ProbeUnavailable
 from harness.judges import CONFIRM_PAUSE_S, CONFIRM_ROUNDS  # part of the timing stage's deadline there
@@ -272,9 +272,10 @@ class PairTiming:
         self.hand_over()
         self.expect_ok(sandbox.request("refresh_timing_inputs", self.cfg["timeout"], inputs=copy))
         del copy
-        # The worker has let go of it: back to its outbox, where the next round's copy reuses it. (Freeing and
-        # allocating GBs every round fragmented the GPU's memory: on the H100 later pairs of a run then timed
-        # 4.33 or 5.0 ms for the same call.) Only when the GPU is nearly full does the memory go back.
+        # The worker has let go of it: back to its outbox, where the next round's copy reuses it, and only when
+        # the GPU is nearly full does the memory go back. (Freeing and allocating GBs every round cost ~6 s a
+        # full-size sigmoid pair on the H100, and is suspected, not shown, of the bimodal samples seen there:
+        # results/gpu-acceptance/issue15-summary-h100.md.)
         if self.device.type == "cuda":
             torch.cuda.ipc_collect()
         release_cached_memory(self.device, only_when_short=True, outboxes=[sandbox.outbox])
@@ -310,8 +311,10 @@ class PairTiming:
 
     def prepare_side(self, sandbox, inputs: list) -> tuple:
         """Give a worker its own copy of the timing inputs and let it warm up; its (method, batch)."""
-        self.hand_over()
-        self.expect_ok(sandbox.request("set_timing_inputs", self.cfg["timeout"], inputs=sandbox.outbox.copies(inputs)))
+        copy = sandbox.outbox.copies(inputs)
+        self.hand_over()  # after the copy: a worker that maps a pool block it mapped before does not wait for our writes
+        self.expect_ok(sandbox.request("set_timing_inputs", self.cfg["timeout"], inputs=copy))
+        del copy
         release_cached_memory(self.device, outboxes=self.judge.outboxes())
         return self.prepare_again(sandbox, allow_graph=True)
 
