@@ -12,16 +12,19 @@ A filter cannot be removed, and every child and thread of the process inherits i
 """
 from __future__ import annotations
 
+import ast
 import ctypes
 import errno
 import os
 import platform
+import signal
 import struct
 
 PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 38, 24, 47, 4
 SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC = 1, 1
 RET_ALLOW, RET_EPERM = 0x7FFF0000, 0x00050000 | errno.EPERM
 X32_BIT = 0x40000000
+FILTER = "seccomp signal/trace filter"  # the protection's name in reports
 
 # Syscall numbers per architecture: (audit arch, {name: number}).
 SYSCALLS = {
@@ -40,12 +43,7 @@ SELF_TARGETED = ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinf
 def confine() -> dict:
     """Confine this process (call it while it has one thread, before candidate code runs): {protection: None
     where it is in force, or why it is missing}."""
-    return {"capabilities dropped": drop_capabilities(), "seccomp signal/trace filter": install_filter(os.getpid())}
-
-
-def missing(report: dict) -> list:
-    """The protections of a confine() report that are not in force, with their reasons."""
-    return [f"{name}: {why}" for name, why in report.items() if why]
+    return {"capabilities dropped": drop_capabilities(), FILTER: install_filter(os.getpid())}
 
 
 def drop_capabilities():
@@ -127,12 +125,12 @@ def probe() -> dict:
         report = {"?": "the probe died"}
         try:
             report = {name: why or "in force" for name, why in confine().items()}
-            try:
-                os.kill(os.getppid(), 0 if report["seccomp signal/trace filter"] != "in force" else 18)  # SIGCONT
-                if report["seccomp signal/trace filter"] == "in force":
-                    report["seccomp signal/trace filter"] = "installed, but a signal to another process went through"
-            except PermissionError:
-                pass
+            if report[FILTER] == "in force":
+                try:
+                    os.kill(os.getppid(), signal.SIGCONT)  # harmless to us, and must be refused
+                    report[FILTER] = "installed, but a signal to another process went through"
+                except PermissionError:
+                    pass
         finally:
             os.write(write_end, repr(report).encode())
             os._exit(0)
@@ -140,6 +138,4 @@ def probe() -> dict:
     with os.fdopen(read_end, "rb") as pipe:
         text = pipe.read().decode()
     os.waitpid(pid, 0)
-    import ast
-
     return ast.literal_eval(text) if text else {"?": "the probe died"}

@@ -133,7 +133,7 @@ def provenance(env: dict) -> dict:
 def isolation(config: dict, device: str) -> dict:
     """How the candidate is kept from the harness's other processes on this machine (meta.json's `isolation`):
     each protection, "in force" or why it is missing."""
-    facts = {name: why for name, why in confine.probe().items()}
+    facts = confine.probe()
     facts["one side at a time"] = "in force: a worker's processes are stopped between its requests"
     if device.startswith("cuda"):
         facts["gpu probe"] = (f"in force: {config['gpu_probe_ms']:g} ms probe before each window and after each round"

@@ -31,16 +31,19 @@ def adopt_orphans() -> None:
 
 def my_children() -> dict[int, str]:
     """{pid: state} of this process's children, from /proc."""
-    children = {}
+    return {pid: state for pid, (parent, state) in processes().items() if parent == os.getpid()}
+
+
+def processes() -> dict[int, tuple[int, str]]:
+    """{pid: (parent pid, state)} of every process, from /proc/*/stat."""
+    found = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if int(fields[1]) == os.getpid():
-            children[int(stat.parent.name)] = fields[0]
-    return children
-
+        found[int(stat.parent.name)] = (int(fields[1]), fields[0])
+    return found
 
 def kill_orphans(spare: frozenset = frozenset(), rounds: int = 5, wait_s: float = 10.0) -> int:
     """SIGKILL every child of this process but `spare` (our own helpers); how many were alive.
@@ -77,20 +80,33 @@ def reap(pid: int, deadline: float) -> None:
         time.sleep(0.01)
 
 
-def children(pid: int) -> list[int]:
-    """The children of a process (every thread's), from /proc/<pid>/task/*/children; [] once it is gone."""
-    found = []
+def task_files(pid: int, name: str) -> list:
+    """The text of /proc/<pid>/task/<tid>/<name> for each thread of a process ([] once it is gone); None where
+    the kernel has no such file."""
+    texts = []
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        return found
+        return texts
     for tid in tasks:
         try:
-            with open(f"/proc/{pid}/task/{tid}/children") as f:
-                found += [int(c) for c in f.read().split()]
+            with open(f"/proc/{pid}/task/{tid}/{name}") as f:
+                texts.append(f.read())
+        except FileNotFoundError:
+            if os.path.isdir(f"/proc/{pid}/task/{tid}"):
+                return None  # the thread is there, the file is not: a kernel without it
         except OSError:
             pass
-    return found
+    return texts
+
+
+def children(pid: int) -> list[int]:
+    """The children of a process (every thread's): from /proc/<pid>/task/*/children, or, on a kernel without
+    those files, from every process's parent pid."""
+    texts = task_files(pid, "children")
+    if texts is None:
+        return [child for child, (parent, _) in processes().items() if parent == pid]
+    return [int(child) for text in texts for child in text.split()]
 
 
 def tree(roots) -> list[int]:
@@ -110,18 +126,7 @@ STOP_WAIT_S = 5.0
 
 def task_states(pid: int) -> str:
     """The state letter of each thread of a process ('' once it is gone)."""
-    states = []
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return ""
-    for tid in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                states.append(f.read().rsplit(")", 1)[1].split()[0])
-        except (OSError, IndexError):
-            pass
-    return "".join(states)
+    return "".join(text.rsplit(")", 1)[1].split()[0] for text in task_files(pid, "stat") or [] if ")" in text)
 
 
 def stop_all(roots, wait_s: float = STOP_WAIT_S) -> set:

@@ -28,3 +28,39 @@ def test_reaping_gives_up_at_its_deadline():
     finally:
         child.kill()
         child.wait()
+
+
+SPINNER = "import os, time\nif os.fork() == 0:\n    os.setsid()\nwhile True:\n    pass\n"
+
+
+def test_a_tree_is_stopped_whole_and_continued():
+    """A process and its child in a session of its own: every thread stopped, then running again."""
+    root = subprocess.Popen([sys.executable, "-c", SPINNER])
+    try:
+        deadline = time.monotonic() + 10
+        while len(procs.tree([root.pid])) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        pids = procs.tree([root.pid])
+        assert len(pids) == 2
+        stopped = procs.stop_all([root.pid])
+        assert stopped == set(pids)
+        assert all(set(procs.task_states(pid)) <= {"T"} for pid in pids)
+        procs.continue_all(stopped)
+        time.sleep(0.2)
+        assert all("T" not in procs.task_states(pid) for pid in pids)
+    finally:
+        for pid in procs.tree([root.pid]):
+            os.kill(pid, 9)
+        root.wait()
+
+
+def test_children_without_the_kernels_children_files(monkeypatch):
+    """Where /proc/<pid>/task/*/children does not exist, children come from every process's parent pid."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert child.pid in procs.children(os.getpid())
+        monkeypatch.setattr(procs, "task_files", lambda pid, name: None)
+        assert child.pid in procs.children(os.getpid())
+    finally:
+        child.kill()
+        child.wait()
