@@ -1,8 +1,10 @@
 """Worker-side helpers that run without a judge."""
+import weakref
+
 import pytest
 import torch
 
-from harness import worker
+from harness import channel, worker
 
 
 def poisoned_reuse(device: str) -> torch.Tensor:
@@ -37,3 +39,55 @@ def test_copy_matching_copies_same_named_same_shaped_tensors():
     reference = {"weight": torch.ones(2, 4), "bias": torch.ones(3)}  # bias shape differs: left alone
     assert worker.copy_matching(model, reference) == 1
     assert torch.equal(model.weight, torch.ones(2, 4)) and not torch.equal(model.bias, torch.ones(2))
+
+
+class OneRequest:
+    """A channel that carries one request, then ends; it keeps the reply."""
+
+    def __init__(self, op: str, args: dict):
+        self.request, self.replies = (op, args), []
+
+    def recv(self):
+        if self.request is None:
+            raise EOFError
+        request, self.request = self.request, None
+        return request
+
+    def send(self, reply):
+        self.replies.append(reply)
+
+
+def test_serve_lets_go_of_what_it_was_sent_before_it_replies():
+    """A mapping of the judge's tensor closed at the next request, a timing one, slowed that window (H100)."""
+    class Sent:
+        pass
+
+    sent = Sent()
+    alive_at_reply = []
+    channel_ = OneRequest("keep", {"x": sent})
+    ref = weakref.ref(sent)
+    del sent
+
+    class Handler:
+        def op_keep(self, x):
+            return channel.ok({})
+
+        def settle(self):
+            alive_at_reply.append(ref() is not None)
+
+    worker.serve(channel_, Handler())
+    assert alive_at_reply == [False] and channel_.replies == [channel.ok({})]
+
+
+def test_a_gpu_failure_after_the_handler_is_the_requests_error():
+    class Handler:
+        def op_run(self):
+            return channel.ok({})
+
+        def settle(self):
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    channel_ = OneRequest("run", {})
+    worker.serve(channel_, Handler())
+    (status, kind, message), = channel_.replies
+    assert (status, kind) == ("error", "runtime_error") and "illegal memory access" in message
