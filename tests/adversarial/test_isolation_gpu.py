@@ -40,7 +40,8 @@ def isolation_run(tmp_path_factory):
 def test_an_attack_on_the_reference_gains_nothing(isolation_run, attack):
     result = isolation_run[attack]
     assert result["status"] == "correct", result["error"]
-    assert result["speedup"] <= 1.05 or CAUGHT & set(result["flags"]), (result["speedup"], result["flags"])
+    caught = CAUGHT & set(result["flags"])  # flagged: then no speedup at all may be reported (interference)
+    assert caught or result["speedup"] <= 1.05, (result["speedup"], result["flags"])
 
 
 @pytest.mark.parametrize("honest", [p.stem for p in HONEST])
