@@ -15,7 +15,8 @@ from harness.records import Result
 # (column, meaning) in file order: the documented schema of leaderboard.csv (docs/leaderboard.md).
 LEADERBOARD_COLUMNS = [
     ("problem", "problem name (file stem)"),
-    ("rank", "1 = fastest correct candidate of its problem; empty when not correct"),
+    ("rank", "1 = fastest correct candidate of its problem; empty when not correct, or when its speedup is not a "
+             "measurement (noisy_timing, interference)"),
     ("candidate", "candidate name (file stem)"),
     ("candidate_set", "the folder the candidate came from (solutions/<problem>/x.py: solutions)"),
     ("backend", "what the candidate computes with: triton, cuda, cpp or torch (its source, and the runtime trace)"),
@@ -23,9 +24,11 @@ LEADERBOARD_COLUMNS = [
     ("status", "correct, incorrect, compile_error, runtime_error, timeout, crash, skipped, or harness_error "
                "(the harness failed, not the candidate)"),
     ("flags", "suspicious findings, ';'-separated (README: Statuses and flags)"),
-    ("speedup", "median reference time / median candidate time"),
-    ("speedup_ci_low", "bootstrap 95% confidence interval of the speedup, low end"),
-    ("speedup_ci_high", "bootstrap 95% confidence interval of the speedup, high end"),
+    ("speedup", "reference time / candidate time: exp(median over rounds of log(ref / new)), each round's pair "
+                "taken back to back"),
+    ("speedup_ci_low", "95% confidence interval of the speedup (a sign test over rounds, widened by the "
+                       "harness's resolution, timing_resolution_pct), low end"),
+    ("speedup_ci_high", "the same interval's high end"),
     ("tie", "true when the speedup is within 2% of 1 and its CI holds 1"),
     ("ref_ms", "median time of one reference call, milliseconds"),
     ("new_ms", "median time of one candidate call, milliseconds"),
@@ -51,6 +54,7 @@ AGGREGATE_COLUMNS = [
     *[(f"fast_{p:g}", f"share of the set's problems with a correct candidate of speedup > {p:g}") for p in FAST_P],
     ("geomean_speedup", "geometric mean speedup over those problems (best correct candidate of each)"),
 ]
+UNMEASURED = ("noisy_timing", "interference")  # a speedup with one of these flags is shown, never ranked or counted
 STATUS_ORDER = ["correct", "incorrect", "runtime_error", "timeout", "crash", "compile_error", "skipped", "harness_error"]
 
 
@@ -80,14 +84,21 @@ def leaderboard(results: list[Result], meta: Optional[dict] = None) -> pd.DataFr
         })
     frame = pd.DataFrame(rows, columns=[c for c, _ in LEADERBOARD_COLUMNS if c != "rank"])
     frame["_status"] = frame["status"].map(lambda s: STATUS_ORDER.index(s) if s in STATUS_ORDER else len(STATUS_ORDER))
-    # A speedup measured with another process on the GPU (interference) is no speedup: ranked last, unranked.
-    frame["_speed"] = frame["speedup"].where((frame["status"] == "correct") & ~frame["flags"].str.contains("interference"))
+    # A speedup the rounds could not pin down (noisy_timing) or measured with another process on the GPU
+    # (interference) is no measurement: listed after the ranked ones, unranked.
+    frame["_speed"] = counted_speedups(frame)
     frame = frame.sort_values(["problem", "_status", "_speed", "candidate"], ascending=[True, True, False, True],
                               na_position="last", kind="mergesort")
-    correct = frame["status"] == "correct"
+    ranked = frame["_speed"].notna()
     frame["rank"] = pd.array([None] * len(frame), dtype="Int64")
-    frame.loc[correct, "rank"] = frame[correct].groupby("problem").cumcount() + 1
+    frame.loc[ranked, "rank"] = frame[ranked].groupby("problem").cumcount() + 1
     return frame[[c for c, _ in LEADERBOARD_COLUMNS]].reset_index(drop=True)
+
+
+def counted_speedups(frame: pd.DataFrame) -> pd.Series:
+    """Each row's speedup where it counts (a correct candidate, its timing neither noisy nor disturbed), else NaN."""
+    unmeasured = frame["flags"].str.split(";").map(lambda flags: bool(set(flags) & set(UNMEASURED)))
+    return frame["speedup"].where((frame["status"] == "correct") & ~unmeasured)
 
 
 def meta_harness(meta: dict) -> Optional[str]:
@@ -105,8 +116,7 @@ def aggregates(board: pd.DataFrame) -> pd.DataFrame:
     for name, group in [*sorted(board.groupby("candidate_set")), ("all", board)]:
         problems = sorted(group["problem"].unique())
         correct = group[group["status"] == "correct"]
-        counted = correct["speedup"].where(~correct["flags"].str.contains("interference"))  # no speedup (see leaderboard)
-        best = counted.groupby(correct["problem"]).max()
+        best = counted_speedups(correct).groupby(correct["problem"]).max()  # the unmeasured count as correct, not fast
         row = {"candidate_set": name, "problems": len(problems), "correct": len(best)}
         best = best.dropna()
         for p in FAST_P:

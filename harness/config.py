@@ -141,6 +141,8 @@ def check_relations(config: dict) -> None:
         raise ConfigError("trials + wide_trials must be at least 1")
     if config["timeout"] <= 0 or config["compile_timeout"] <= 0:
         raise ConfigError("timeout and compile_timeout must be positive")
+    if not 0 <= config["timing_resolution_pct"] < 10:
+        raise ConfigError("timing_resolution_pct must be at least 0 and under 10")
     if config["judges_ahead"] < 0:
         raise ConfigError("judges_ahead must be 0 or more")
     if config["precision"] not in PRECISIONS:

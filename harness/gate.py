@@ -47,8 +47,9 @@ def gate_failures(results: list[Result], min_speedup: Optional[float] = None,
     """{(problem, candidate): reason} for every pair that fails the gate.
 
     A pair fails when it is not correct, when its speedup is one the judge's own clock contradicts
-    (timer_tampering) or that other processes' GPU work disturbed (interference), when its speedup is under min_speedup, or when it is slower than its baseline speedup
-    beyond both confidence intervals (its CI's high end under the baseline's low end). A harness_error is
+    (timer_tampering) or that other processes' GPU work disturbed (interference), when its speed is asked for
+    (min_speedup, or a baseline row) but its timing was noisy (noisy_timing: no speedup claimed), when its speedup
+    is under min_speedup, or when it is slower than its baseline speedup beyond both confidence intervals (its CI's high end under the baseline's low end). A harness_error is
     the run's failure, not the candidate's: see harness_errors.
     """
     failures = {}
@@ -62,6 +63,8 @@ def gate_failures(results: list[Result], min_speedup: Optional[float] = None,
             failures[key] = "timer_tampering: its reported times disagree with the judge's own clock"
         elif "interference" in r.flags:
             failures[key] = "interference: another process used the GPU around its timed windows"
+        elif "noisy_timing" in r.flags and (min_speedup is not None or (baseline and key in baseline)):
+            failures[key] = "noisy_timing: the host gave no stable timing, so no speedup is claimed"
         elif min_speedup is not None and (r.speedup or 0.0) < min_speedup:
             failures[key] = f"speedup {r.speedup:.3f} is under the minimum {min_speedup:g}"
         elif baseline and key in baseline and is_number(baseline[key]["speedup_ci_low"]) \

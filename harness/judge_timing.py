@@ -327,7 +327,7 @@ class PairTiming:
 
     def record_timing(self, ref_ms: list, new_ms: list, tight: bool, clocks) -> None:
         """Statistics, roofline figures, clocks and timing flags from the raw samples."""
-        summary = stats.speedup_with_ci(ref_ms, new_ms, self.cfg["bootstrap_samples"])
+        summary = stats.with_resolution(stats.speedup_with_ci(ref_ms, new_ms), self.cfg["timing_resolution_pct"])
         for key, value in summary.items():
             setattr(self.result, key, value)
         r = self.result
