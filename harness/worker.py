@@ -313,14 +313,15 @@ def serve(conn, worker: Worker) -> None:
             reply = getattr(worker, "op_" + op)(**args)
         except BaseException as exc:
             reply = channel.failed("runtime_error", describe(exc))
-        # Let go of what the judge sent (the CUDA IPC mappings of its tensors) inside this request. Released at the
-        # next request instead, the 6.4 GB round inputs' mappings were closed at the start of a timing request, and
-        # the first window of each round on the H100 took ~5.0 ms instead of ~4.3 (bench/bimodal_timing.py).
-        del args
-        try:
-            worker.settle()
-        except BaseException as exc:  # this request's GPU work failed after its handler returned
-            if reply[0] == "ok":
+        if reply[0] == "ok":  # (a failed one is sent as it is: a broken CUDA context aborts when it frees what it was sent)
+            try:
+                worker.settle()  # an error the request left queued on the GPU is the request's
+                # Let go of what the judge sent (the CUDA IPC mappings of its tensors) inside this request. Released at
+                # the next request instead, the mappings of the 6.4 GB round inputs were closed at the start of a timing
+                # request, and the first window of each round on the H100 took ~5.0 ms, not ~4.3 (bench/bimodal_timing.py).
+                del args
+                worker.settle()
+            except BaseException as exc:
                 reply = channel.failed("runtime_error", "the GPU failed after the request: " + describe(exc))
         conn.send(reply)
         if op == "exit":

@@ -76,7 +76,7 @@ def test_serve_lets_go_of_what_it_was_sent_before_it_replies():
             alive_at_reply.append(ref() is not None)
 
     worker.serve(channel_, Handler())
-    assert alive_at_reply == [False] and channel_.replies == [channel.ok({})]
+    assert alive_at_reply[-1] is False and channel_.replies == [channel.ok({})]
 
 
 def test_a_gpu_failure_after_the_handler_is_the_requests_error():
@@ -91,3 +91,19 @@ def test_a_gpu_failure_after_the_handler_is_the_requests_error():
     worker.serve(channel_, Handler())
     (status, kind, message), = channel_.replies
     assert (status, kind) == ("error", "runtime_error") and "illegal memory access" in message
+
+
+def test_a_failed_request_is_reported_before_anything_is_freed():
+    """After an illegal memory access, freeing a mapping aborts the process: the reply would be lost (a crash)."""
+    settled = []
+
+    class Handler:
+        def op_run(self):
+            return channel.failed("runtime_error", "forward raised AcceleratorError: an illegal memory access")
+
+        def settle(self):
+            settled.append(True)
+
+    channel_ = OneRequest("run", {})
+    worker.serve(channel_, Handler())
+    assert not settled and channel_.replies[0][2].endswith("an illegal memory access")
