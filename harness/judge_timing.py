@@ -5,7 +5,6 @@ PairJudge (judge.py) runs correctness and then hands itself to PairTiming: this 
 workers, inputs and checks through it and never imports judge.py."""
 from __future__ import annotations
 
-import contextlib
 import math
 import random
 import re
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from harness import check, gpu_lock, roofline, stats, timing
+from harness import check, roofline, stats, timing
 from harness.clocks import ClockMonitor
 from harness.gpu_probe import GpuProbe, ProbeUnavailable
 from harness.judges import CONFIRM_PAUSE_S, CONFIRM_ROUNDS  # part of the timing stage's deadline there
@@ -93,17 +92,10 @@ class PairTiming:
         The reference is timed in a worker too (trusted code, the same weights) so that both sides run
         under the same timing code in the same kind of process: an A/A pair must come out a tie.
         """
-        with self.gpu_to_ourselves():
-            with self.phase("timing_setup"):
-                self.prepare_both_sides()
-            with self.phase("timing"):
-                self.time_rounds()
-
-    def gpu_to_ourselves(self):
-        """While this pair is timed, the harness's own start-ups wait (harness.gpu_lock); a no-op on the CPU."""
-        if self.device.type != "cuda":
-            return contextlib.nullcontext()
-        return gpu_lock.exclusive(str(self.device), gpu_lock.TIMING_WAIT_S)
+        with self.phase("timing_setup"):
+            self.prepare_both_sides()
+        with self.phase("timing"):
+            self.time_rounds()
 
     def prepare_both_sides(self) -> None:
         """Give both workers timing inputs, let them choose their timing methods, and trace one call of each."""

@@ -15,7 +15,7 @@ import signal
 import traceback
 
 from harness import timing  # first: binds the timers before any candidate code can patch them
-from harness import channel, gpu_lock, handover
+from harness import channel, handover
 from harness.inputs import indexed
 from harness.load import load_module
 
@@ -347,9 +347,7 @@ def main() -> None:
     torch.backends.cudnn.allow_tf32 = False
     if os.environ.get("HARNESS_WARM_DEVICE"):  # started ahead of its pair, on a run with one GPU
         try:
-            device = os.environ.pop("HARNESS_WARM_DEVICE")
-            with gpu_lock.exclusive(device, gpu_lock.START_WAIT_S):  # never inside another pair's timing windows
-                warm_up(device)
+            warm_up(os.environ.pop("HARNESS_WARM_DEVICE"))
         except Exception:  # only time is at stake: the pair will start them itself
             pass
     conn = channel.connect(os.environ["HARNESS_SOCKET"], bytes.fromhex(os.environ.pop("HARNESS_AUTHKEY")))
