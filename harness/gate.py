@@ -49,8 +49,9 @@ def gate_failures(results: list[Result], min_speedup: Optional[float] = None,
     A pair fails when it is not correct, when its speedup is one the judge's own clock contradicts
     (timer_tampering) or that other processes' GPU work disturbed (interference), when its speed is asked for
     (min_speedup, or a baseline row) but its timing was noisy (noisy_timing: no speedup claimed), when its speedup
-    is under min_speedup, or when it is slower than its baseline speedup beyond both confidence intervals (its CI's high end under the baseline's low end). A harness_error is
-    the run's failure, not the candidate's: see harness_errors.
+    is under min_speedup, or when it is slower than its baseline speedup beyond both confidence intervals (its
+    CI's high end under the baseline's low end). A harness_error is the run's failure, not the candidate's: see
+    harness_errors.
     """
     failures = {}
     for r in results:

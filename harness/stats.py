@@ -55,8 +55,8 @@ def lag1_correlation(values: np.ndarray) -> float:
 
 def with_resolution(stats: dict, resolution_pct: float) -> dict:
     """The CI widened by the harness's resolution on each side: two worker processes timing the same kernel
-    differ by a few tenths of a percent for the whole pair (memory placement, the process's own state), which
-    no resampling of one pair's rounds can see (A/A pairs on the H100: configs/default.yaml)."""
+    differ by a few tenths of a percent for a whole pair (memory placement, the process's own state), which no
+    interval drawn from one pair's rounds can show (A/A pairs on the H100: configs/default.yaml)."""
     low, high = 1 - resolution_pct / 100, 1 + resolution_pct / 100
     return {**stats, "speedup_ci_low": stats["speedup_ci_low"] * low, "speedup_ci_high": stats["speedup_ci_high"] * high}
 
