@@ -29,6 +29,7 @@ WALL_BATCH_LIMIT_MS = 10 * BATCH_TARGET_MS  # ... and by the host's clock (launc
 MAX_BATCH = 4096
 FLOOR_MS = 1e-6  # a batched difference is clamped here: a sample is never zero or negative
 METHODS = ("perf_counter", "cuda_event", "cuda_graph", "batched_events")
+BATCHED_METHODS = ("cuda_graph", "batched_events")
 
 
 def cpu_last_level_cache_bytes() -> int:
@@ -83,8 +84,9 @@ class Timer:
             fn()
         self.sync()
 
-    def prepare(self, fn: Callable[[], object], warmup: int, allow_graph: bool = True) -> str:
-        """Warm fn up and choose how to time it: short GPU calls are batched (graph, else plain launches)."""
+    def prepare(self, fn: Callable[[], object], warmup: int, allow_graph: bool = True, batched: bool = False) -> str:
+        """Warm fn up and choose how to time it: short GPU calls are batched (graph, else plain launches), and any
+        call when `batched` (the other side's call is short)."""
         self.fn = fn
         self.warm_up(fn, warmup)
         if not self.is_cuda:
@@ -92,7 +94,7 @@ class Timer:
         self.method, self.batch, self.graphs = "cuda_event", 1, None  # a second prepare starts afresh
         single, single_wall = medians(self.window(self.once) for _ in range(3))
         flush, flush_wall = medians(self.window(self.flush) for _ in range(3)) if self.cold_cache else (0.0, 0.0)
-        if single >= SHORT_CALL_MS:
+        if single >= SHORT_CALL_MS and not batched:
             return self.method
         # Sized by the events, but never past what the host's clock allows: events that read ~0 (a forged
         # clock) would otherwise ask for thousands of calls per window, each window taking seconds.

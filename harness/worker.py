@@ -221,10 +221,10 @@ class Worker:
         with torch.no_grad():
             return self.model(*self.timing_inputs)
 
-    def op_prepare_timing(self, warmup: int, allow_graph: bool = True):
-        """Warm up and choose the timing method (batched for short calls; graphs unless told not to)."""
+    def op_prepare_timing(self, warmup: int, allow_graph: bool = True, batched: bool = False):
+        """Warm up and choose the timing method (batched for short calls, or when told; graphs unless told not to)."""
         try:
-            method = self.timer.prepare(self.call_for_timing, warmup, allow_graph)
+            method = self.timer.prepare(self.call_for_timing, warmup, allow_graph, batched)
             return channel.ok({"method": method, "batch": self.timer.batch})
         except BaseException as exc:
             return channel.failed("runtime_error", "forward raised " + describe(exc))

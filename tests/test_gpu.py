@@ -79,6 +79,16 @@ def test_cuda_timer_sees_a_sleep_kernel():
     assert 1.0 < ms and wall >= ms * 0.9
 
 
+def test_a_long_call_is_batched_when_told():
+    """The other side's call is short: this one is batched too, however long it measured (same_method_both_sides)."""
+    from harness import timing
+
+    x = torch.rand(1 << 20, device="cuda")
+    timer = timing.Timer(torch.device("cuda"), cold_cache=True)
+    assert timer.prepare(lambda: torch.cuda._sleep(1_000_000) or torch.sigmoid(x), warmup=2, batched=True) \
+        in timing.BATCHED_METHODS and timer.batch >= 2
+
+
 def test_short_calls_are_timed_by_graph_replay():
     from harness import timing
 

@@ -1,6 +1,7 @@
 """Timers and roofline helpers on the CPU (the CUDA methods are in test_gpu.py)."""
 import time
 
+import pytest
 import torch
 
 from harness import roofline, timing
@@ -95,3 +96,43 @@ def test_tamper_check_sees_a_clock_slowed_20x_whose_hidden_time_varies():
     ref = Requests([0.15] * 14, [0.15 + o for o in overhead], "perf_counter", 1)
     new = Requests([t / 20 for t in real], [t + o for t, o in zip(real, overhead)], "perf_counter", 1)
     assert timer_disagrees(ref, new, cold_cache=False, flush_ms=0.0)
+
+
+class SideTimers:
+    """A PairTiming whose sides' methods are set, and whose workers' re-preparations are recorded."""
+
+    def __new__(cls, ref: str, new: str, again: dict):
+        from types import SimpleNamespace
+        import contextlib
+
+        from harness.judge_timing import PairTiming
+
+        pair = PairTiming.__new__(PairTiming)
+        pair.result = SimpleNamespace(ref_timer=ref, ref_batch=None if ref == "cuda_event" else 8, new_timer=new,
+                                      new_batch=None if new == "cuda_event" else 8)
+        pair.sandbox, pair.ref_sandbox, pair.calls = "new", "ref", []
+        pair.reference_side = contextlib.nullcontext
+
+        def prepare_again(sandbox, allow_graph=False, batched=False):
+            pair.calls.append((sandbox, allow_graph, batched))
+            return again[(sandbox, allow_graph)], 8
+
+        pair.prepare_again = prepare_again
+        return pair
+
+
+@pytest.mark.parametrize("ref, new, again, calls, methods", [
+    # a reference timed alone (a disturbed warm-up) against a graph: batched, graphs allowed
+    ("cuda_event", "cuda_graph", {("ref", True): "cuda_graph"}, [("ref", True, True)], ("cuda_graph", "cuda_graph")),
+    # a candidate timed alone against batched events: batched events too
+    ("batched_events", "cuda_event", {("new", False): "batched_events"}, [("new", False, True)],
+     ("batched_events", "batched_events")),
+    # forced into batching, the candidate's call cannot be captured: the reference gives up its graph
+    ("cuda_graph", "cuda_event", {("new", True): "batched_events", ("ref", False): "batched_events"},
+     [("new", True, True), ("ref", False, False)], ("batched_events", "batched_events")),
+    ("cuda_event", "cuda_event", {}, [], ("cuda_event", "cuda_event")),  # both alone: nothing to do
+])
+def test_both_sides_are_timed_the_same_way(ref, new, again, calls, methods):
+    pair = SideTimers(ref, new, again)
+    pair.same_method_both_sides()
+    assert pair.calls == calls and (pair.result.ref_timer, pair.result.new_timer) == methods
