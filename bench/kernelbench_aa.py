@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+from aa_coverage import aa_source  # noqa: E402  (one A/A candidate for both benches)
 EXPECTED_FLAGS = {"no_custom_kernel"}  # an A/A candidate launches exactly the reference's kernels
 
 
@@ -43,7 +45,7 @@ def write_pairs(problems: list[Path], out: Path) -> Path:
     lines = ["problem,candidate"]
     for problem in problems:
         candidate = folder / f"{problem.parent.name}_{problem.name}"
-        candidate.write_text(problem.read_text() + "\n\nclass ModelNew(Model):\n    pass\n")
+        candidate.write_text(aa_source(problem))
         lines.append(f"{problem.resolve()},{candidate.resolve()}")
     manifest = out / "pairs.csv"
     manifest.write_text("\n".join(lines) + "\n")
