@@ -5,7 +5,7 @@ import ast
 import difflib
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
@@ -36,6 +36,7 @@ class Pair:
     problem_path: Path
     solution: str
     solution_path: Path
+    overrides: dict = field(default_factory=dict, compare=False, hash=False)  # a manifest entry's `set`
 
 
 # Candidates named the KernelBench way pair with problem P of level L: levelL/P_<name>.py under a problems root.
@@ -156,8 +157,9 @@ def kernelbench_problem(candidate: Path, root: Path) -> Path:
 
 
 def manifest_pairs(manifest: Path, roots: tuple) -> list[Pair]:
-    """Pairs from a CSV (header problem,candidate) or YAML (a list of {problem, candidate}) file; paths are
-    relative to the manifest's folder, and a problem may also be a name."""
+    """Pairs from a CSV (header problem,candidate[,set]) or YAML (a list of {problem, candidate[, set]}) file;
+    paths are relative to the manifest's folder, and a problem may also be a name. An entry's `set` holds
+    NAME=VALUE items separated by spaces: --set for that entry alone (over the run's own --set)."""
     if not manifest.is_file():
         raise DiscoveryError(f"--manifest {manifest}: no such file")
     if manifest.suffix in (".yaml", ".yml"):
@@ -177,7 +179,12 @@ def manifest_pairs(manifest: Path, roots: tuple) -> list[Pair]:
         candidate = manifest.parent / row["candidate"]
         if not candidate.is_file():
             raise DiscoveryError(f"--manifest {manifest}: entry {number}: no file '{row['candidate']}'")
-        pairs += [Pair(p.stem, p, candidate.stem, candidate) for p in problems]
+        try:
+            overrides = parse_set(str(row.get("set") or "").split())
+            check_overrides(problems, overrides)
+        except DiscoveryError as exc:
+            raise DiscoveryError(f"--manifest {manifest}: entry {number}: {exc}") from None
+        pairs += [Pair(p.stem, p, candidate.stem, candidate, overrides) for p in problems]
     return pairs
 
 

@@ -403,9 +403,8 @@ def main() -> None:
     # before the job is read (nothing of it may be in the memory they copy) and before any device is touched.
     start = json.loads(read_line_unbuffered(0))
     config, warm_device = start["config"], start.get("warm_device")
-    warm = {"HARNESS_WARM_DEVICE": warm_device} if warm_device else {}
     # The candidate's worker first (confined): the reference's, forked second, has a copy of the first one's channel.
-    workers = tuple(Sandbox(warm, config["output_limit_bytes"], config["kill_grace_s"], confined=side == 0)
+    workers = tuple(Sandbox({}, config["output_limit_bytes"], config["kill_grace_s"], confined=side == 0)
                     for side in range(2))
     # torch's shared-memory manager (CPU tensors cross to workers through it) is our child too: started
     # before any worker runs candidate code, it is known as ours and spared when orphans are killed.
@@ -414,14 +413,15 @@ def main() -> None:
     ours = helpers | {w.proc.pid for w in workers}
     # Any other child of ours is an orphan a candidate's process left (we are its subreaper): the candidate's.
     workers[0].strays = lambda: [pid for pid in children(os.getpid()) if pid not in ours]
-    if warm_device:  # started ahead: FlopCounterMode's first use (seconds of imports) and CUDA start
-        with FlopCounterMode(display=False):  # while the pair before ours runs; otherwise paid only when needed
+    if warm_device:  # started ahead: FlopCounterMode's first use (seconds of imports, CPU only) now,
+        with FlopCounterMode(display=False):  # CUDA and the profiler once the runner says no pair is timed
             torch.ones(2).sigmoid()
-        try:
-            torch.ones(1, device=warm_device)
-        except Exception:  # only time is at stake: the pair will start it
-            pass
+        report.send(ready_to_warm=True)
     line = sys.stdin.readline()
+    if warm_device and json.loads(line.strip() or "{}").get("warm"):
+        warm_up(warm_device, workers)
+        report.send(warmed=True)
+        line = sys.stdin.readline()
     if not line.strip():  # the run ended before it needed this judge
         for worker in workers:
             worker.close()
@@ -442,6 +442,19 @@ def main() -> None:
     report.send(result=result.to_dict())
     sys.stdout.flush()
     os._exit(0)  # skip CUDA IPC teardown races at interpreter exit
+
+
+def warm_up(device: str, workers: tuple) -> None:
+    """Start CUDA here and CUDA and the profiler in both workers (seconds each, all at once): the runner asks
+    for it while no pair is timed on this GPU, since these start-ups show in another pair's windows."""
+    try:
+        for worker in workers:
+            worker.start_warm_up(device)
+        torch.ones(1, device=device)
+        for worker in workers:
+            worker.finish_warm_up()
+    except Exception as exc:  # only time is at stake: the pair will start them itself
+        print(f"warm-up failed: {type(exc).__name__}: {exc}", flush=True)
 
 
 def read_line_unbuffered(fd: int) -> str:

@@ -9,6 +9,7 @@ import math
 import random
 import re
 import statistics
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,6 +94,9 @@ class PairTiming:
         under the same timing code in the same kind of process: an A/A pair must come out a tie.
         """
         with self.phase("timing_setup"):
+            if self.job.get("gated"):  # judges started ahead may be starting CUDA on this GPU: the runner
+                with self.phase("timing_setup.turn"):  # says when they are done (and holds the next ones)
+                    sys.stdin.readline()
             self.prepare_both_sides()
         with self.phase("timing"):
             self.time_rounds()

@@ -58,14 +58,18 @@ class Judge:
 
     command = (sys.executable, "-m", "harness.judge")
 
-    def __init__(self, ctx, device: Optional[str], warm: bool, log_path: Path):
-        self.log_path = log_path
+    def __init__(self, ctx, device: Optional[str], warm: bool, log_path: Path,
+                 on_ready_to_warm: Callable[["Judge"], None] = lambda judge: None):
+        self.log_path, self.device = log_path, device
         with open(log_path, "w") as log:
             self.proc = subprocess.Popen(list(self.command), cwd=ROOT, env=JUDGE_ENV,
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
         self.lines: queue.Queue = queue.Queue()
         self.outbox: queue.Queue = queue.Queue()
         self.worker_groups: list = []
+        self.on_ready_to_warm = on_ready_to_warm
+        self.warmed = threading.Event()  # its warm-up (asked for with WARM) is over, or it is gone
+        self.taken = False  # given a pair: no WARM may follow the job on its stdin
         threading.Thread(target=self._read, daemon=True).start()
         threading.Thread(target=self._write, daemon=True).start()
         warm_device = device if warm and device and device.startswith("cuda") else None
@@ -73,7 +77,13 @@ class Judge:
 
     def _read(self) -> None:
         for line in self.proc.stdout:
-            self.lines.put(line)
+            if line.startswith('{"ready_to_warm"'):  # a judge started ahead, done with its CPU start-up
+                self.on_ready_to_warm(self)
+            elif line.startswith('{"warmed"'):
+                self.warmed.set()
+            else:
+                self.lines.put(line)
+        self.warmed.set()
         self.lines.put(None)  # end of output: the judge exited (or closed it)
 
     def write(self, text: str, last: bool = False) -> None:
@@ -120,35 +130,84 @@ class Judge:
 
 
 class JudgeStarter:
-    """Starts judge processes, ahead of their pairs on GPU runs: each imports torch, starts its two
-    workers, and starts CUDA and the profiler on its GPU while the pair before it runs there, so that
-    a pair does not wait for any of that. `ahead` judges wait per GPU. (Not on the CPU, where a process
-    starting up would disturb the timings of the pair that runs.)"""
+    """Starts judge processes, ahead of their pairs on GPU runs: each imports torch and starts its two
+    workers while the pair before it runs there, so that a pair does not wait for any of that. `ahead`
+    judges wait per GPU. (Not on the CPU, where a process starting up would disturb the timings of the pair
+    that runs.)
+
+    Their CUDA and profiler start-ups also take seconds, but on the GPU they show in a pair's timing
+    windows (the GPU probe drops those rounds: 9 of 10 15 us A/A pairs on the H100 lost rounds, 2 were
+    flagged `interference`). So a judge ahead asks before it starts them (`ready_to_warm`): while a pair
+    on its GPU is past its correctness stage it waits; a pair entering its timing waits for the start-ups
+    already under way (`hold_warm_ups`), and `release_warm_ups` lets the waiting ones go when it is done."""
+
+    WARM = json.dumps({"warm": True}) + "\n"
+    WARM_WAIT_S = 60.0  # a start-up stuck longer than this is the GPU probe's to catch
 
     def __init__(self, ctx, devices: tuple, ahead: int):
         self.ctx, self.ahead, self.count = ctx, ahead, 0
         self.lock = threading.Lock()
+        self.timing: set = set()  # devices with a pair past its correctness stage
+        self.held: dict = {}  # device: judges ready to warm up, waiting for that pair to end
+        self.warming: dict = {}  # device: judges told to warm up
         self.ready = {device: [self.start(device) for _ in range(ahead)] for device in devices}
 
-    def start(self, device: Optional[str]) -> Judge:
+    def start(self, device: Optional[str], ahead: bool = True) -> Judge:
         """A judge process, given the run's config; its log is renamed after its pair once it has one."""
         log_dir = self.ctx.run_dir / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
         with self.lock:
             self.count += 1
             log_path = log_dir / f"judge-{os.getpid()}-{self.count}.log"
-        return Judge(self.ctx, device, warm=bool(self.ahead), log_path=log_path)
+        return Judge(self.ctx, device, warm=ahead and bool(self.ahead), log_path=log_path,
+                     on_ready_to_warm=self.let_warm)
+
+    def let_warm(self, judge: Judge) -> None:
+        """A judge ahead may start CUDA now, unless a pair on its GPU is timed (then it waits for its end)."""
+        with self.lock:
+            if judge.taken:  # its pair began first: it starts CUDA itself, untimed
+                return
+            if judge.device in self.timing:
+                self.held.setdefault(judge.device, []).append(judge)
+                return
+            self.warming.setdefault(judge.device, []).append(judge)
+            judge.write(self.WARM)
+
+    def hold_warm_ups(self, device: str) -> float:
+        """A pair on `device` is about to be timed: no start-up may begin, and those under way must end;
+        the seconds waited."""
+        started = time.monotonic()
+        with self.lock:
+            self.timing.add(device)
+            under_way = self.warming.pop(device, [])
+        for judge in under_way:
+            judge.warmed.wait(max(0.0, self.WARM_WAIT_S - (time.monotonic() - started)))
+        return time.monotonic() - started
+
+    def release_warm_ups(self, device: str) -> None:
+        """The pair on `device` is no longer timed: let the judges that waited start CUDA."""
+        with self.lock:
+            self.timing.discard(device)
+            waiting = [judge for judge in self.held.pop(device, []) if not judge.taken]
+            self.warming.setdefault(device, []).extend(waiting)
+            for judge in waiting:
+                judge.write(self.WARM)
 
     def take(self, device: str) -> Judge:
         """A started judge for this device (and another one started in its place)."""
         with self.lock:
             waiting = self.ready.get(device, [])
             taken = waiting.pop(0) if waiting else None
+            if taken is not None:
+                taken.taken = True
         if self.ahead:
             replacement = self.start(device)
             with self.lock:
                 self.ready.setdefault(device, []).append(replacement)
-        return taken or self.start(device)
+        if taken is None:  # none was waiting: one for now, which starts CUDA with its pair
+            taken = self.start(device, ahead=False)
+            taken.taken = True
+        return taken
 
     def close(self) -> None:
         """Let the judges no pair needed go."""
@@ -160,17 +219,22 @@ class JudgeStarter:
 
 
 def run_judge(job: dict, judge: Judge, cfg: dict, log_dir: Path, stem: str,
-              on_stage: Callable[[str], None] = lambda stage: None) -> Result:
+              on_stage: Callable[[str], None] = lambda stage: None,
+              starter: Optional[JudgeStarter] = None) -> Result:
     """Give a pair's job to a judge and follow it stage by stage to its Result.
 
     The job (with the run's secret) goes through a pipe and the Result comes back through one: neither is
     ever a file a candidate could read or forge. A stage that outlives its deadline ends the pair as
     `timeout`, naming the stage; a judge that dies or says nothing readable is a `harness_error`.
+    With judges started ahead (`starter`), the judge waits at its timing stages for a `go` line: sent once
+    no judge ahead is starting CUDA on its GPU, none starting until the pair's `finish`.
     """
     deadlines = stage_deadlines(cfg)
     problem, solution = job["problem"], job["solution"]
-    judge.write(json.dumps({**job, "sent_at": time.time()}) + "\n", last=True)
+    gated = starter is not None and bool(starter.ahead) and judge.device is not None
+    judge.write(json.dumps({**job, "sent_at": time.time(), "gated": gated}) + "\n", last=not gated)
     stage, started = "start", time.monotonic()
+    held = False  # warm-ups of judges ahead held for this pair's timing
     on_stage(stage)
     try:
         while True:
@@ -194,6 +258,13 @@ def run_judge(job: dict, judge: Judge, cfg: dict, log_dir: Path, stem: str,
             if message.get("stage") in deadlines:
                 stage, started = message["stage"], time.monotonic()
                 on_stage(stage)
+                if gated and stage == "timing_setup":
+                    held = True
+                    starter.hold_warm_ups(judge.device)
+                    judge.write("go\n", last=True)
+                elif held and stage == "finish":
+                    held = False
+                    starter.release_warm_ups(judge.device)
             elif isinstance(message.get("workers"), list):
                 judge.worker_groups = message["workers"]
     except (ValueError, TypeError, KeyError) as exc:
@@ -201,6 +272,9 @@ def run_judge(job: dict, judge: Judge, cfg: dict, log_dir: Path, stem: str,
         return failure(problem, solution, Status.HARNESS_ERROR,
                        f"unreadable message from the judge in stage '{stage}': {exc}; see logs/{stem}.judge.log")
     finally:
+        if held:
+            starter.release_warm_ups(judge.device)
+        judge.outbox.put(None)  # its stdin closed (a gated pair that ended before its timing had it open)
         judge.log_path.replace(log_dir / f"{stem}.judge.log")
 
 

@@ -128,6 +128,7 @@ class Result:
     precision: Optional[str] = None  # fp32, fp16 or bf16 (--precision)
     backend: Optional[str] = None  # triton, cuda, cpp or torch: from the source, and the runtime trace
     phases_s: Optional[dict] = None  # wall seconds of each judge phase, where the pair's time went
+    overrides: Optional[dict] = None  # the module constants set for this pair (--set, a manifest entry's set)
     # Provenance per record, so that tables rebuild from results.jsonl alone.
     torch_version: Optional[str] = None
     cuda_version: Optional[str] = None

@@ -35,17 +35,27 @@ class RunContext:
     executor: str = "local"  # or "ray": the same stages as Ray tasks
     ray_address: Optional[str] = None  # an existing Ray cluster; None starts a local one
     provenance: dict = dataclasses.field(default_factory=dict)  # torch, CUDA and harness versions, for every Result
-    # FLOPs of one reference call per problem file, counted by the run's first judge of it that reached timing:
-    # later judges of that problem skip the count (seconds of CPU each on a CPU run).
+    # FLOPs of one reference call per problem file and sizes (flops_key), counted by the run's first judge of it
+    # that reached timing: later judges of that problem skip the count (seconds of CPU each on a CPU run).
     flops: dict = dataclasses.field(default_factory=dict)
     isolation: dict = dataclasses.field(default_factory=dict)  # environment.isolation: protections in force here
 
 
 def pair_key(pair: discover.Pair, source: str, ctx: RunContext) -> str:
     """Problem sha (with --set), solution sha and config hash: what --resume matches on."""
-    problem_sha = discover.sha256_text(pair.problem_path.read_text() + json.dumps(ctx.overrides, sort_keys=True))
+    problem_sha = discover.sha256_text(pair.problem_path.read_text() + json.dumps(overrides_of(pair, ctx), sort_keys=True))
     cfg = config_hash({**ctx.config, "device": ctx.device.partition(":")[0]})  # any GPU of the run's model
     return f"{pair.problem}:{problem_sha[:12]}:{pair.solution}:{discover.sha256_text(source)[:12]}:{cfg}"
+
+
+def overrides_of(pair: discover.Pair, ctx: RunContext) -> dict:
+    """The pair's --set values: the run's, and its manifest entry's over them."""
+    return {**ctx.overrides, **pair.overrides}
+
+
+def flops_key(pair: discover.Pair, ctx: RunContext) -> str:
+    """A reference call's FLOPs depend on the problem file and its sizes."""
+    return str(pair.problem_path) + json.dumps(overrides_of(pair, ctx), sort_keys=True)
 
 
 def read_candidate(pair: discover.Pair) -> tuple[Optional[str], Optional[Result]]:
@@ -127,6 +137,7 @@ def evaluate_pair(plan: PlannedPair, ctx: RunContext, prebuilt: Optional[builds.
     result.backend = result.backend or (discover.backend_of(source) if source else None)
     result.precision = result.precision or ctx.config["precision"]
     result.key, result.device = plan.key, result.device or ctx.device
+    result.overrides = overrides_of(pair, ctx) or None
     result.problem_path, result.solution_path = relative(pair.problem_path), relative(pair.solution_path)
     result.wall_s = round(time.monotonic() - started, 3)
     if result.gpu is None and ctx.device.startswith("cuda") and ctx.provenance.get("gpus"):  # ended before a judge
@@ -150,16 +161,16 @@ def run_judge(pair: discover.Pair, source: str, ctx: RunContext, starter: Option
     stem = f"{pair.problem}__{pair.solution}"
     log_dir = ctx.run_dir / "logs"
     job = {"problem": pair.problem, "problem_path": str(pair.problem_path), "solution": pair.solution,
-           "solution_path": str(pair.solution_path), "solution_source": source, "overrides": ctx.overrides,
+           "solution_path": str(pair.solution_path), "solution_source": source, "overrides": overrides_of(pair, ctx),
            "device": ctx.device, "config": ctx.config, "secret": ctx.secret,
            "log_path": str(log_dir / f"{stem}.worker.log"),
            "build_dir": str(build_dir(ctx, source)),
            "peaks_dir": str(under_root(ctx.config["peaks_cache_dir"])),
-           "flops": ctx.flops.get(str(pair.problem_path))}
-    judge = (starter or judges.JudgeStarter(ctx, (), ahead=0)).take(ctx.device)
-    result = judges.run_judge(job, judge, ctx.config, log_dir, stem, on_stage)
+           "flops": ctx.flops.get(flops_key(pair, ctx))}
+    starter = starter or judges.JudgeStarter(ctx, (), ahead=0)
+    result = judges.run_judge(job, starter.take(ctx.device), ctx.config, log_dir, stem, on_stage, starter)
     if result.flops is not None:
-        ctx.flops.setdefault(str(pair.problem_path), result.flops)
+        ctx.flops.setdefault(flops_key(pair, ctx), result.flops)
     return result
 
 
@@ -168,7 +179,7 @@ def prebuild_pair(plan: PlannedPair, ctx: RunContext) -> Optional[builds.Prebuil
     pair = plan.pair
     try:
         return builds.prebuild(pair.problem, pair.problem_path, pair.solution, pair.solution_path, plan.source,
-                               ctx.overrides, plan.build_dir, ctx.arch, ctx.config)
+                               overrides_of(pair, ctx), plan.build_dir, ctx.arch, ctx.config)
     except OSError:  # the stage only saves time: its own failure leaves the build to the evaluation
         return None
 

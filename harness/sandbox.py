@@ -92,12 +92,27 @@ class Sandbox:
         self.sent_ns = 0
         self.last_request_ms = 0.0  # from the last request's send to its reply, pauses excluded
 
+    def connect(self, timeout: float) -> None:
+        """Wait for the worker to connect (once)."""
+        if self.conn is None:
+            self.conn = self._accept(self.listener, timeout)
+            self.listener.close()
+            channel.bound_stalls(self.conn, STALL_S)
+
+    def start_warm_up(self, device: str, timeout: float = 120) -> None:
+        """Before the pair (no candidate code loaded yet): have the worker start CUDA and the profiler."""
+        self.connect(timeout)
+        self.send_message(("warm_up", device))
+
+    def finish_warm_up(self, timeout: float = 120) -> None:
+        """Wait for the worker's word that its warm-up is over (whatever it says: only time is at stake)."""
+        if self.conn.poll(timeout):
+            channel.recv_restricted(self.conn)
+
     def greet(self, device: str, cold_cache: bool, env: dict, timeout: float = 120) -> None:
         """Wait for the worker to connect, then send it its device, timer setting and build environment."""
         self.outbox = handover.Outbox(torch.device(device))  # what we send this worker, and nothing else
-        self.conn = self._accept(self.listener, timeout)
-        self.listener.close()
-        channel.bound_stalls(self.conn, STALL_S)
+        self.connect(timeout)
         self.send_message((device, cold_cache, env))
         self.pause()
 

@@ -345,13 +345,16 @@ def main() -> None:
     instrument_builds()
     torch.backends.cuda.matmul.allow_tf32 = False  # the judge's settings: full float32 unless code opts in
     torch.backends.cudnn.allow_tf32 = False
-    if os.environ.get("HARNESS_WARM_DEVICE"):  # started ahead of its pair, on a run with one GPU
+    conn = channel.connect(os.environ["HARNESS_SOCKET"], bytes.fromhex(os.environ.pop("HARNESS_AUTHKEY")))
+    greeting = conn.recv()
+    if greeting[0] == "warm_up":  # started ahead of its pair: the judge says when (no pair is timed then)
         try:
-            warm_up(os.environ.pop("HARNESS_WARM_DEVICE"))
+            warm_up(greeting[1])
         except Exception:  # only time is at stake: the pair will start them itself
             pass
-    conn = channel.connect(os.environ["HARNESS_SOCKET"], bytes.fromhex(os.environ.pop("HARNESS_AUTHKEY")))
-    device, cold, env = conn.recv()
+        conn.send(channel.ok())
+        greeting = conn.recv()
+    device, cold, env = greeting
     os.environ.update({str(k): str(v) for k, v in env.items()})  # where to build: read by torch at build time
     serve(conn, Worker(device, cold))
     conn.close()

@@ -107,3 +107,21 @@ def test_out_of_memory_on_the_reference_side_is_the_candidates_when_it_holds_the
     monkeypatch.setattr(clocks, "gpu_memory_of_groups", lambda index, groups: None)
     assert PairJudge.blame_for_memory(judge, message) is None  # NVML cannot say
     assert PairJudge.blame_for_memory(judge, "the reference's timing worker failed: KeyError") is None
+
+
+def test_a_pair_with_judges_ahead_waits_for_the_runners_go_before_its_timing(tmp_path):
+    """The gated protocol end to end, on the CPU: the judge stops at its timing stage until the runner says go."""
+    from harness import discover, environment, judges, runner
+    from harness.config import build_config
+
+    config = build_config(str(FAST_CONFIG), {"device": "cpu"})
+    ctx = runner.new_context(config, "cpu", {}, tmp_path, environment.probe_environment("cpu"))
+    starter = judges.JudgeStarter(ctx, ("cpu",), ahead=1)
+    solution = FIXTURES / "solutions" / "fx_jitter" / "aa_reference.py"
+    pair = discover.Pair("fx_jitter", FIXTURES / "problems" / "fx_jitter.py", "aa_reference", solution)
+    try:
+        result = runner.run_judge(pair, discover.read_source(solution), ctx, starter)
+    finally:
+        starter.close()
+    assert result.status == "correct" and result.speedup is not None, result.error
+    assert "timing_setup.turn" in result.phases_s and starter.timing == set()

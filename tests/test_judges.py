@@ -62,3 +62,73 @@ def test_every_stage_the_judge_announces_has_a_deadline():
     deadlines = judges.stage_deadlines(config())
     assert announced and announced | {"start"} == set(deadlines), (announced, set(deadlines))
     assert all(0 < seconds < float("inf") for seconds in deadlines.values())
+
+
+# -- judges started ahead: their CUDA start-ups kept out of a pair's timing ------------------------------------
+
+class Ahead(judges.Judge):
+    """A judge started ahead that says it is ready to warm up, logs every line it is sent, and warms up in 0.5 s."""
+    command = (sys.executable, "-c", "\n".join([
+        "import sys, json, time",
+        "sys.stdin.readline()",
+        'print(json.dumps({"ready_to_warm": True}), flush=True)',
+        "for line in sys.stdin:",
+        "    print(json.dumps({'got': line.strip()}), file=sys.stderr, flush=True)",
+        "    if json.loads(line or '{}').get('warm'):",
+        "        time.sleep(0.5)",
+        '        print(json.dumps({"warmed": True}), flush=True)',
+    ]))
+
+
+def lines_sent(judge) -> list:
+    """What the fake judge got on its stdin after its config line (from its log)."""
+    return [json.loads(line)["got"] for line in judge.log_path.read_text().splitlines() if line.startswith('{"got"')]
+
+
+def starter_of(tmp_path, monkeypatch, ahead: int = 1) -> judges.JudgeStarter:
+    monkeypatch.setattr(judges, "Judge", Ahead)
+    return judges.JudgeStarter(SimpleNamespace(config={}, run_dir=tmp_path), ("cuda:0",), ahead=ahead)
+
+
+def wait_for(condition, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def test_a_judge_ahead_warms_up_at_once_when_no_pair_is_timed(tmp_path, monkeypatch):
+    starter = starter_of(tmp_path, monkeypatch)
+    judge = starter.ready["cuda:0"][0]
+    assert judge.warmed.wait(30)
+    assert lines_sent(judge) == ['{"warm": true}']
+    starter.close()
+
+
+def test_a_judge_ahead_waits_out_a_timed_pair_and_the_pair_waits_for_warm_ups_under_way(tmp_path, monkeypatch):
+    starter = starter_of(tmp_path, monkeypatch, ahead=0)
+    starter.ahead = 1
+    starter.timing.add("cuda:0")  # a pair is being timed on the GPU
+    held = starter.start("cuda:0")
+    wait_for(lambda: starter.held.get("cuda:0") == [held])  # it asked, and was held
+    time.sleep(0.3)
+    assert lines_sent(held) == [] and not held.warmed.is_set()
+    starter.release_warm_ups("cuda:0")  # the pair's timing is over
+    assert "cuda:0" not in starter.timing
+    waited = starter.hold_warm_ups("cuda:0")  # the next pair's timing waits for that warm-up
+    assert held.warmed.is_set() and 0.1 < waited < 30, waited
+    assert lines_sent(held) == ['{"warm": true}']
+    held.dismiss()
+
+
+def test_a_judge_taken_for_a_pair_before_it_warmed_up_is_never_told_to(tmp_path, monkeypatch):
+    starter = starter_of(tmp_path, monkeypatch, ahead=0)
+    starter.ahead = 1
+    starter.timing.add("cuda:0")
+    judge = starter.start("cuda:0")
+    wait_for(lambda: starter.held.get("cuda:0") == [judge])
+    judge.taken = True  # what take() does
+    starter.release_warm_ups("cuda:0")
+    judge.write('{"problem": "p"}\n', last=True)
+    assert judge.proc.wait(30) == 0
+    assert lines_sent(judge) == ['{"problem": "p"}']

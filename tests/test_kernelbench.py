@@ -90,3 +90,21 @@ def test_list_shows_sizes_flops_and_candidates():
     listing = " ".join(run("list").stdout.split())
     assert "sigmoid batch_size=4096, dim=393216 inputs float32[4096x393216] (6,442.5 MB)" in listing
     assert "seed001_fast_math.py" in listing
+
+
+def test_a_manifest_entry_sets_its_own_sizes(tmp_path):
+    """A `set` column: --set for that entry alone, recorded in its result, and part of its key."""
+    generation = GENERATIONS / "level_1_problem_23_sample_0_kernel.py"
+    manifest = tmp_path / "pairs.csv"
+    manifest.write_text(f"problem,candidate,set\n23_Softmax,{generation},batch_size=4 dim=256\n")
+    pairs = discover.find_pairs([], manifest=str(manifest), problems_root=str(KERNELBENCH))
+    assert [p.overrides for p in pairs] == [{"batch_size": 4, "dim": 256}]
+    out = tmp_path / "run"
+    proc = run("--manifest", str(manifest), "--problems-root", str(KERNELBENCH), "--device", "cpu",
+               "--config", str(FAST_CONFIG), "--out", str(out), "--set", "dim=128")  # the entry's own wins
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (record,) = map(json.loads, (out / "results.jsonl").read_text().splitlines())
+    assert record["status"] == "correct" and record["overrides"] == {"batch_size": 4, "dim": 256}, record["error"]
+    manifest.write_text(f"problem,candidate,set\n23_Softmax,{generation},no_such_constant=1\n")
+    with pytest.raises(discover.DiscoveryError, match="entry 1: .*no_such_constant"):
+        discover.find_pairs([], manifest=str(manifest), problems_root=str(KERNELBENCH))

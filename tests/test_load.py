@@ -10,6 +10,12 @@ def test_overrides_replace_top_level_constants():
     assert module.batch_size == 8 and module.size() == 8 and module.shape == (3, 4) and module.name == "x"
 
 
+def test_a_tuple_that_crossed_json_as_a_list_is_a_tuple_again():
+    """--set shape=(3,4) reaches the judge through its JSON job, as [3, 4]."""
+    module = load_module(SOURCE, Path("p.py"), "loaded_for_test3", {"shape": [3, 4]})
+    assert module.shape == (3, 4)
+
+
 def test_without_overrides_the_source_is_unchanged():
     module = load_module(SOURCE, Path("p.py"), "loaded_for_test2")
     assert module.size() == 4096
