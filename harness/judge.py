@@ -403,6 +403,9 @@ def main() -> None:
     # before the job is read (nothing of it may be in the memory they copy) and before any device is touched.
     start = json.loads(read_line_unbuffered(0))
     config, warm_device = start["config"], start.get("warm_device")
+    if warm_device:  # started ahead: FlopCounterMode's first use (seconds of imports, CPU only), before the workers
+        with FlopCounterMode(display=False):  # are forked: it also readies the profiler, whose first use in
+            torch.ones(2).sigmoid()  # a worker then takes ms, not seconds (bench/warmup_probe.py)
     # The candidate's worker first (confined): the reference's, forked second, has a copy of the first one's channel.
     workers = tuple(Sandbox({}, config["output_limit_bytes"], config["kill_grace_s"], confined=side == 0)
                     for side in range(2))
@@ -413,10 +416,8 @@ def main() -> None:
     ours = helpers | {w.proc.pid for w in workers}
     # Any other child of ours is an orphan a candidate's process left (we are its subreaper): the candidate's.
     workers[0].strays = lambda: [pid for pid in children(os.getpid()) if pid not in ours]
-    if warm_device:  # started ahead: FlopCounterMode's first use (seconds of imports, CPU only) now,
-        with FlopCounterMode(display=False):  # CUDA and the profiler once the runner says no pair is timed
-            torch.ones(2).sigmoid()
-        report.send(ready_to_warm=True)
+    if warm_device:  # CUDA contexts and the profiler's (~0.3 s, seen by another pair's GPU probe) when the runner
+        report.send(ready_to_warm=True)  # says no pair on this GPU is timed
     line = sys.stdin.readline()
     if warm_device and json.loads(line.strip() or "{}").get("warm"):
         warm_up(warm_device, workers)

@@ -290,7 +290,11 @@ class PairTiming:
             self.compare_timed_output(index)
 
     def compare_timed_output(self, index: int) -> None:
-        ref_out = self.judge.reference(self.round_inputs)
+        try:
+            ref_out = self.judge.reference(self.round_inputs)
+        except torch.cuda.OutOfMemoryError:  # multi-GB outputs: the GPU can be full of the three processes' caches
+            release_cached_memory(self.device, outboxes=self.judge.outboxes())  # (seen: KernelBench's 6.4 GB Swish)
+            ref_out = self.judge.reference(self.round_inputs)
         reply = self.expect_ok(self.sandbox.request("last_timed_output", self.cfg["timeout"]))
         problem = check.structure_problem(ref_out, reply)
         if problem:
