@@ -1,0 +1,14 @@
+#!/bin/bash
+# One call's share of a KernelBench A/A sweep on a lent GPU machine, resumed from the results of earlier calls.
+#   bench/resume_on_device.sh NAME SECONDS [kernelbench_aa.py args...]
+# Reads bench/results/NAME-results.jsonl if present (the earlier calls' results, as --resume continues from them),
+# runs bench/kernelbench_aa.py on .kernelbench/KernelBench (carried) for at most SECONDS, and leaves the results
+# so far in $OUT/NAME-results.jsonl and its log in $OUT/NAME.log.
+name=$1; seconds=$2; shift 2
+export PYTHONUNBUFFERED=1
+mkdir -p ".kbrun-$name/run"
+[ -f "bench/results/$name-results.jsonl" ] && cp "bench/results/$name-results.jsonl" ".kbrun-$name/run/results.jsonl"
+timeout "$seconds" python3 bench/kernelbench_aa.py .kernelbench/KernelBench --out ".kbrun-$name" "$@" > "$OUT/$name.log" 2>&1
+cp ".kbrun-$name/run/results.jsonl" "$OUT/$name-results.jsonl"
+[ -f ".kbrun-$name/pairs.csv" ] && cp ".kbrun-$name/pairs.csv" "$OUT/$name-pairs.csv"
+echo "$name: $(wc -l < "$OUT/$name-results.jsonl") pairs"
