@@ -259,7 +259,12 @@ class PairTiming:
         """Fresh secret-seeded input contents for round `index`, copied into both workers' timing inputs,
         so a candidate that caches results by input pointer, shape or content replays nothing."""
         with self.phase("timing.refresh"):
-            self.round_inputs = self.judge.make_inputs(ROUND_SEED_OFFSET + index, wide=False)
+            self.round_inputs = None  # checked by now: never two rounds' (multi-GB) inputs at once
+            try:
+                self.round_inputs = self.judge.make_inputs(ROUND_SEED_OFFSET + index, wide=False)
+            except torch.cuda.OutOfMemoryError:  # the GPU full of the three processes' caches (KernelBench's
+                self.release_all_caches()  # L1Norm, 8 GB a tensor, on the H100)
+                self.round_inputs = self.judge.make_inputs(ROUND_SEED_OFFSET + index, wide=False)
             # Each worker copies a copy of its own into its timing inputs (the candidate could write into what it is
             # sent; its output is checked against round_inputs, which never leave this process). One side at a
             # time: a copy of a multi-GB input is freed before the next is made.
