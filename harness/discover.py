@@ -159,7 +159,8 @@ def kernelbench_problem(candidate: Path, root: Path) -> Path:
 def manifest_pairs(manifest: Path, roots: tuple) -> list[Pair]:
     """Pairs from a CSV (header problem,candidate[,set]) or YAML (a list of {problem, candidate[, set]}) file;
     paths are relative to the manifest's folder, and a problem may also be a name. An entry's `set` holds
-    NAME=VALUE items separated by spaces: --set for that entry alone (over the run's own --set)."""
+    NAME=VALUE items separated by spaces (in YAML also a mapping): --set for that entry alone (over the run's
+    own --set)."""
     if not manifest.is_file():
         raise DiscoveryError(f"--manifest {manifest}: no such file")
     if manifest.suffix in (".yaml", ".yml"):
@@ -180,7 +181,11 @@ def manifest_pairs(manifest: Path, roots: tuple) -> list[Pair]:
         if not candidate.is_file():
             raise DiscoveryError(f"--manifest {manifest}: entry {number}: no file '{row['candidate']}'")
         try:
-            overrides = parse_set(str(row.get("set") or "").split())
+            given = row.get("set") or ""
+            if isinstance(given, dict):  # YAML: {NAME: VALUE, ...}
+                overrides = parse_set([f"{name}={value!r}" for name, value in given.items()])
+            else:
+                overrides = parse_set(str(given).split())
             check_overrides(problems, overrides)
         except DiscoveryError as exc:
             raise DiscoveryError(f"--manifest {manifest}: entry {number}: {exc}") from None

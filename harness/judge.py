@@ -446,8 +446,8 @@ def main() -> None:
 
 
 def warm_up(device: str, workers: tuple) -> None:
-    """Start CUDA here and CUDA and the profiler in both workers (seconds each, all at once): the runner asks
-    for it while no pair is timed on this GPU, since these start-ups show in another pair's windows."""
+    """Start CUDA here and CUDA and the profiler in both workers (all at once, ~0.3 s on the H100): the runner
+    asks for it while no pair is timed on this GPU, since these start-ups show in another pair's windows."""
     try:
         for worker in workers:
             worker.start_warm_up(device)

@@ -135,7 +135,7 @@ class JudgeStarter:
     judges wait per GPU. (Not on the CPU, where a process starting up would disturb the timings of the pair
     that runs.)
 
-    Their CUDA and profiler start-ups also take seconds, but on the GPU they show in a pair's timing
+    Their CUDA and profiler start-ups (~0.3 s of GPU, bench/warmup_probe.py) show in a pair's timing
     windows (the GPU probe drops those rounds: 9 of 10 15 us A/A pairs on the H100 lost rounds, 2 were
     flagged `interference`). So a judge ahead asks before it starts them (`ready_to_warm`): while a pair
     on its GPU is past its correctness stage it waits; a pair entering its timing waits for the start-ups

@@ -105,6 +105,10 @@ def test_a_manifest_entry_sets_its_own_sizes(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     (record,) = map(json.loads, (out / "results.jsonl").read_text().splitlines())
     assert record["status"] == "correct" and record["overrides"] == {"batch_size": 4, "dim": 256}, record["error"]
+    yaml_manifest = tmp_path / "pairs.yaml"
+    yaml_manifest.write_text(f"- {{problem: 23_Softmax, candidate: {generation}, set: {{batch_size: 4, dim: 256}}}}\n")
+    pairs = discover.find_pairs([], manifest=str(yaml_manifest), problems_root=str(KERNELBENCH))
+    assert [p.overrides for p in pairs] == [{"batch_size": 4, "dim": 256}]
     manifest.write_text(f"problem,candidate,set\n23_Softmax,{generation},no_such_constant=1\n")
     with pytest.raises(discover.DiscoveryError, match="entry 1: .*no_such_constant"):
         discover.find_pairs([], manifest=str(manifest), problems_root=str(KERNELBENCH))
