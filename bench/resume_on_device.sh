@@ -7,7 +7,11 @@
 name=$1; seconds=$2; shift 2
 export PYTHONUNBUFFERED=1
 mkdir -p ".kbrun-$name/run"
-[ -f "bench/results/$name-results.jsonl" ] && cp "bench/results/$name-results.jsonl" ".kbrun-$name/run/results.jsonl"
+# A machine still warm from the last call has that call's results already: never replace them with fewer.
+carried="bench/results/$name-results.jsonl"; here=".kbrun-$name/run/results.jsonl"
+if [ -f "$carried" ] && [ "$(wc -l < "$carried")" -gt "$( [ -f "$here" ] && wc -l < "$here" || echo 0)" ]; then
+    cp "$carried" "$here"
+fi
 timeout "$seconds" python3 bench/kernelbench_aa.py .kernelbench/KernelBench --out ".kbrun-$name" "$@" > "$OUT/$name.log" 2>&1
 cp ".kbrun-$name/run/results.jsonl" "$OUT/$name-results.jsonl"
 [ -f ".kbrun-$name/pairs.csv" ] && cp ".kbrun-$name/pairs.csv" "$OUT/$name-pairs.csv"
