@@ -418,16 +418,15 @@ def main() -> None:
     workers[0].strays = lambda: [pid for pid in children(os.getpid()) if pid not in ours]
     if warm_device:  # CUDA contexts and the profiler's (~0.3 s, seen by another pair's GPU probe) when the runner
         report.send(ready_to_warm=True)  # says no pair on this GPU is timed
-    line = sys.stdin.readline()
-    if warm_device and json.loads(line.strip() or "{}").get("warm"):
+    job = read_message()
+    if warm_device and job and job.get("warm"):
         warm_up(warm_device, workers)
         report.send(warmed=True)
-        line = sys.stdin.readline()
-    if not line.strip():  # the run ended before it needed this judge
+        job = read_message()
+    if not job:  # the run ended before it needed this judge
         for worker in workers:
             worker.close()
         os._exit(0)
-    job = json.loads(line)
     waited_s = max(0.0, time.time() - job.get("sent_at", time.time()))  # for a judge still starting up
     report.send(workers=[w.proc.pid for w in workers])  # each leads its own process group
     torch.backends.cuda.matmul.allow_tf32 = False  # the reference in full float32
@@ -456,6 +455,12 @@ def warm_up(device: str, workers: tuple) -> None:
             worker.finish_warm_up()
     except Exception as exc:  # only time is at stake: the pair will start them itself
         print(f"warm-up failed: {type(exc).__name__}: {exc}", flush=True)
+
+
+def read_message() -> dict:
+    """The runner's next line on stdin, a JSON object ({} for an empty line: the run needs this judge no more)."""
+    line = sys.stdin.readline()
+    return json.loads(line) if line.strip() else {}
 
 
 def read_line_unbuffered(fd: int) -> str:

@@ -260,11 +260,8 @@ class PairTiming:
         so a candidate that caches results by input pointer, shape or content replays nothing."""
         with self.phase("timing.refresh"):
             self.round_inputs = None  # checked by now: never two rounds' (multi-GB) inputs at once
-            try:
-                self.round_inputs = self.judge.make_inputs(ROUND_SEED_OFFSET + index, wide=False)
-            except torch.cuda.OutOfMemoryError:  # the GPU full of the three processes' caches
-                self.release_all_caches()
-                self.round_inputs = self.judge.make_inputs(ROUND_SEED_OFFSET + index, wide=False)
+            self.round_inputs = self.retried_when_full(lambda: self.judge.make_inputs(ROUND_SEED_OFFSET + index,
+                                                                                      wide=False))
             # Each worker copies a copy of its own into its timing inputs (the candidate could write into what it is
             # sent; its output is checked against round_inputs, which never leave this process). One side at a
             # time: a copy of a multi-GB input is freed before the next is made.
@@ -295,12 +292,7 @@ class PairTiming:
             self.compare_timed_output(index)
 
     def compare_timed_output(self, index: int) -> None:
-        try:
-            ref_out = self.judge.reference(self.round_inputs)
-        except torch.cuda.OutOfMemoryError:  # multi-GB outputs: the GPU can be full of the three processes' caches
-            self.release_all_caches()  # (not enough for KernelBench's Swish or L1Norm on the H100, 6.4-8 GB a
-            # tensor, which still run out in the timing stage: bench/results/kernelbench-aa-h100-full.md)
-            ref_out = self.judge.reference(self.round_inputs)
+        ref_out = self.retried_when_full(lambda: self.judge.reference(self.round_inputs))
         reply = self.expect_ok(self.sandbox.request("last_timed_output", self.cfg["timeout"]))
         problem = check.structure_problem(ref_out, reply)
         if problem:
@@ -310,6 +302,16 @@ class PairTiming:
         except Verdict as verdict:
             verdict.flags.append("wrong_timed_output")
             raise
+
+    def retried_when_full(self, make):
+        """make(), once more after every process's cached GPU memory is handed back if the GPU was full (multi-GB
+        tensors: three processes' caches can fill it; not enough for KernelBench's Swish or L1Norm on the H100,
+        6.4-8 GB a tensor, which still run out in the timing stage: bench/results/kernelbench-aa-h100-full.md)."""
+        try:
+            return make()
+        except torch.cuda.OutOfMemoryError:
+            self.release_all_caches()
+            return make()
 
     def release_all_caches(self) -> None:
         """Both workers', then this process's cached GPU memory handed back. (A candidate that keeps its cache

@@ -45,6 +45,7 @@ def processes() -> dict[int, tuple[int, str]]:
         found[int(stat.parent.name)] = (int(fields[1]), fields[0])
     return found
 
+
 def kill_orphans(spare: frozenset = frozenset(), rounds: int = 5, wait_s: float = 10.0) -> int:
     """SIGKILL every child of this process but `spare` (our own helpers); how many were alive.
 
