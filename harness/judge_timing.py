@@ -103,22 +103,20 @@ class PairTiming:
 
     def prepare_both_sides(self) -> None:
         """Give both workers timing inputs, let them choose their timing methods, and trace one call of each."""
-        cfg = self.cfg
-        private = self.judge.make_inputs(cfg["trials"] + cfg["wide_trials"], wide=False)
+        trial = self.cfg["trials"] + self.cfg["wide_trials"]  # the timing inputs' seed: past the correctness trials'
         if self.job.get("flops") is not None:  # counted by an earlier judge of this run on this problem
             self.judge.flops = self.job["flops"]
         else:
             with self.phase("timing_setup.flops"):
-                self.judge.reference(private, count_flops=True)  # for the roofline: the FLOPs of one call
+                self.judge.reference(self.judge.make_inputs(trial, wide=False), count_flops=True)  # FLOPs of one call
         self.result.flops = self.judge.flops
         release_cached_memory(self.device, outboxes=self.judge.outboxes())
         with self.phase("timing_setup.prepare"):
+            self.send_timing_inputs(trial)
             with self.reference_side():
-                ref_method, ref_batch = self.prepare_side(self.ref_sandbox, private)
-            self.result.ref_timer, self.result.ref_batch = ref_method, ref_batch
-            self.result.new_timer, self.result.new_batch = self.prepare_side(self.sandbox, private)
+                self.result.ref_timer, self.result.ref_batch = self.prepare_again(self.ref_sandbox, allow_graph=True)
+            self.result.new_timer, self.result.new_batch = self.prepare_again(self.sandbox, allow_graph=True)
             self.same_method_both_sides()
-        del private  # each worker has its own copy; rounds bring fresh contents
         with self.phase("timing_setup.trace"):
             if self.uses_only_reference_ops():
                 self.result.flags.append("no_custom_kernel")
@@ -274,7 +272,7 @@ class PairTiming:
         (Tried on the H100: the round's inputs made in the reference's outbox and sent to it as they are, one
         copy a round instead of two: A/A pairs of the full-size sigmoid then came out 0.889 with the GPU probe
         on, twice; with a copy each, ties.)"""
-        copy = sandbox.outbox.copies(self.round_inputs)
+        copy = self.retried_when_full(lambda: sandbox.outbox.copies(self.round_inputs))
         self.hand_over()
         self.expect_ok(sandbox.request("refresh_timing_inputs", self.cfg["timeout"], inputs=copy))
         del copy
@@ -290,6 +288,9 @@ class PairTiming:
         """The candidate's last timed output of round `index` must be right for that round's inputs."""
         with self.phase("timing.checks"):
             self.compare_timed_output(index)
+            # The reference's output (and what it needed on the way) back to the GPU when it is short: the workers'
+            # next calls may need that room (L1Norm's 8 GB intermediate, say).
+            release_cached_memory(self.device, only_when_short=True, outboxes=self.judge.outboxes())
 
     def compare_timed_output(self, index: int) -> None:
         ref_out = self.retried_when_full(lambda: self.judge.reference(self.round_inputs))
@@ -343,14 +344,24 @@ class PairTiming:
         else:
             r.new_timer, r.new_batch = self.prepare_again(self.sandbox)
 
-    def prepare_side(self, sandbox, inputs: list) -> tuple:
-        """Give a worker its own copy of the timing inputs and let it warm up; its (method, batch)."""
-        copy = sandbox.outbox.copies(inputs)
-        self.hand_over()  # after the copy: a worker that maps a pool block it mapped before does not wait for our writes
-        self.expect_ok(sandbox.request("set_timing_inputs", self.cfg["timeout"], inputs=copy))
-        del copy
+    def send_timing_inputs(self, trial: int) -> None:
+        """Give each worker timing inputs of its own (the same ones), from its outbox. The inputs are made in the
+        reference's outbox and the candidate's copied from them, so the judge holds two copies at most, not three
+        (the 16 GiB input of KernelBench's 45_Average_Pooling_2D did not fit on the H100 three times over)."""
+        def made_in_outbox():
+            with self.ref_sandbox.outbox.allocating():
+                return self.judge.make_inputs(trial, wide=False)
+
+        ref_inputs = self.retried_when_full(made_in_outbox)
+        self.hand_over()  # a worker that maps a pool block it mapped before does not wait for our writes
+        with self.reference_side():
+            self.expect_ok(self.ref_sandbox.request("set_timing_inputs", self.cfg["timeout"], inputs=ref_inputs))
+        new_inputs = self.retried_when_full(lambda: self.sandbox.outbox.copies(ref_inputs))
+        del ref_inputs  # the reference's worker keeps a copy of its own
+        self.hand_over()
+        self.expect_ok(self.sandbox.request("set_timing_inputs", self.cfg["timeout"], inputs=new_inputs))
+        del new_inputs
         release_cached_memory(self.device, outboxes=self.judge.outboxes())
-        return self.prepare_again(sandbox, allow_graph=True)
 
     def prepare_again(self, sandbox, allow_graph: bool = False, batched: bool = False) -> tuple:
         """Ask a worker to (re)choose its timing method (batched: batch its calls however long they measure); its

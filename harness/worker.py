@@ -185,13 +185,17 @@ class Worker:
         """Hand this process's cached GPU blocks back (the judge asks when the GPU is full)."""
         self.timer.sync()
         if self.device.type == "cuda":
+            torch.cuda.ipc_collect()  # outputs we sent that the judge has let go of: only then can they be freed
             torch.cuda.empty_cache()
         return channel.ok({})
 
     def op_last_timed_output(self):
         """What the last timed call returned, for the judge to check."""
         self.timer.sync()
-        out = self.timer.last_output  # copies: a graph's output lives in its private pool, rewritten by replays
+        out = self.timer.last_output
+        if self.timer.method != "cuda_graph":  # a fresh output of its own, until the next timed call
+            return channel.ok(package(out, self.timing_inputs))
+        # Copies: a graph's output lives in its private pool, rewritten by replays.
         if type(out) in (tuple, list):
             out = type(out)(handover.copy(x) if type(x) is torch.Tensor else x for x in out)
         elif type(out) is torch.Tensor:

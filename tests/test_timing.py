@@ -15,6 +15,22 @@ def test_cpu_timer_measures_a_sleep_with_wall_clock_beside():
     assert 9.0 <= ms < 200.0 and wall == ms
 
 
+def test_a_timed_call_never_holds_the_last_output_meanwhile():
+    """A multi-GB output must not need room twice: the timer lets go of the last output before the next call (and
+    keeps the new one for the judge's check)."""
+    timer = timing.Timer(torch.device("cpu"), cold_cache=False)
+    seen = []
+
+    def call():
+        seen.append(timer.last_output)
+        return torch.ones(4)
+
+    timer.prepare(call, warmup=0)
+    for _ in range(3):
+        timer.sample()
+    assert seen == [None, None, None] and torch.equal(timer.last_output, torch.ones(4))
+
+
 def test_roofline_floor_and_sol():
     peaks = {"copy_gbps": 1000.0, "matmul_tflops": 10.0}
     assert roofline.floor_ms(2_000_000_000, 0, peaks) == 2.0  # 2 GB at 1000 GB/s
