@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from harness import check, procs, roofline, stats, timing
+from harness import check, roofline, stats, timing
 from harness.clocks import ClockMonitor
 from harness.gpu_probe import GpuProbe, ProbeUnavailable
 from harness.judges import CONFIRM_PAUSE_S, CONFIRM_ROUNDS  # part of the timing stage's deadline there
@@ -97,19 +97,9 @@ class PairTiming:
             if self.job.get("gated"):  # judges started ahead may be starting CUDA on this GPU: the runner
                 with self.phase("timing_setup.turn"):  # says when they are done (and holds the next ones)
                     sys.stdin.readline()
-            self.share_one_cpu()
             self.prepare_both_sides()
         with self.phase("timing"):
             self.time_rounds()
-
-    def share_one_cpu(self) -> None:
-        """GPU runs: both workers on one CPU, the judge's now (they run one at a time). On the lent H100 machine a
-        process's Python ran at one of two speeds, ~2x apart, for as long as it lived: workers on different CPUs
-        made launch-bound A/A pairs (KernelBench's level3 networks) noisy, and their per-request overhead differ
-        enough to raise a false timer_tampering on microsecond kernels. CPU runs keep every CPU for torch's
-        threads."""
-        if self.device.type == "cuda":
-            procs.share_one_cpu([self.ref_sandbox.proc.pid, self.sandbox.proc.pid], procs.current_cpu())
 
     def prepare_both_sides(self) -> None:
         """Give both workers timing inputs, let them choose their timing methods, and trace one call of each."""
