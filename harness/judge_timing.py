@@ -261,8 +261,8 @@ class PairTiming:
             self.round_inputs = self.retried_when_full(lambda: self.judge.make_inputs(ROUND_SEED_OFFSET + index,
                                                                                       wide=False))
             # Each worker copies a copy of its own into its timing inputs (the candidate could write into what it is
-            # sent; its output is checked against round_inputs, which never leave this process). One side at a
-            # time: a copy of a multi-GB input is freed before the next is made.
+            # sent; its output is checked against round_inputs, which never leave this process), one side at a
+            # time. Each copy is made in that worker's outbox, which keeps the memory for the next round's copy.
             with self.reference_side():
                 self.refresh_side(self.ref_sandbox)
             self.refresh_side(self.sandbox)
@@ -306,8 +306,8 @@ class PairTiming:
 
     def retried_when_full(self, make):
         """make(), once more after every process's cached GPU memory is handed back if the GPU was full (multi-GB
-        tensors: three processes' caches can fill it; not enough for KernelBench's Swish or L1Norm on the H100,
-        6.4-8 GB a tensor, which still run out in the timing stage: bench/results/kernelbench-aa-h100-full.md)."""
+        tensors: three processes' caches can fill it, as KernelBench's 6-8 GB Swish and L1Norm tensors did on the
+        H100: bench/results/kernelbench-aa-h100-memory.md)."""
         try:
             return make()
         except torch.cuda.OutOfMemoryError:
