@@ -143,6 +143,8 @@ def check_relations(config: dict) -> None:
         raise ConfigError("timeout and compile_timeout must be positive")
     if not 0 <= config["timing_resolution_pct"] < 10:
         raise ConfigError("timing_resolution_pct must be at least 0 and under 10")
+    if not 0 <= config["launch_lead_us"] <= 2000:
+        raise ConfigError("launch_lead_us must be from 0 to 2000")
     if config["judges_ahead"] < 0:
         raise ConfigError("judges_ahead must be 0 or more")
     if config["precision"] not in PRECISIONS:

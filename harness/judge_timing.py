@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from harness import check, roofline, stats, timing
+from harness import check, procs, roofline, stats, timing
 from harness.clocks import ClockMonitor
 from harness.gpu_probe import GpuProbe, ProbeUnavailable
 from harness.judges import CONFIRM_PAUSE_S, CONFIRM_ROUNDS  # part of the timing stage's deadline there
@@ -97,9 +97,16 @@ class PairTiming:
             if self.job.get("gated"):  # judges started ahead may be starting CUDA on this GPU: the runner
                 with self.phase("timing_setup.turn"):  # says when they are done (and holds the next ones)
                     sys.stdin.readline()
+            self.share_one_cpu()
             self.prepare_both_sides()
         with self.phase("timing"):
             self.time_rounds()
+
+    def share_one_cpu(self) -> None:
+        """GPU runs (when configured): both workers on one CPU, the judge's now (they run one at a time), so that
+        both sides launch their work at the same host speed."""
+        if self.device.type == "cuda" and self.cfg["workers_share_cpu"]:
+            procs.share_one_cpu([self.ref_sandbox.proc.pid, self.sandbox.proc.pid], procs.current_cpu())
 
     def prepare_both_sides(self) -> None:
         """Give both workers timing inputs, let them choose their timing methods, and trace one call of each."""
@@ -129,7 +136,10 @@ class PairTiming:
         window_clean = [True]  # this round's windows each began on a GPU of our own
 
         def gpu_is_ours() -> None:
-            """Before a window: other processes' GPU work drained (the other worker is stopped by now)."""
+            """Before a window: other processes' GPU work drained (the other worker is stopped by now). Before both
+            sides' windows, though only the candidate can leave work behind: on the H100, with the probe before the
+            reference's window alone, A/A pairs of 0.3-2 ms kernels came out 1.01-1.06 (a window right after a probe
+            runs unlike one without)."""
             if probe and not probe.wait_until_ours(cfg["gpu_drain_s"]):
                 window_clean[0] = False
 
@@ -183,7 +193,7 @@ class PairTiming:
         self.check_timed_output(len(ref_ms) - 1)
         self.result.timed_outputs_checked = len(checked) + 1
         self.record_timing(ref_ms, new_ms, tight, clocks)
-        judge_timer = timing.Timer(self.device, cfg["cold_cache"])
+        judge_timer = timing.Timer(self.device, cfg["cold_cache"], cfg["launch_lead_us"])
         self.result.judge_wall_ms = statistics.median(new_judged)
         if (self.time_disagrees(ref_ms, ref_judged, new_ms, new_judged, judge_timer)
                 and self.disagrees_again(ref_sample, new_sample, ref_judged, new_judged, rng, judge_timer)):
@@ -336,13 +346,29 @@ class PairTiming:
                     r.ref_timer, r.ref_batch = self.prepare_again(self.ref_sandbox, allow_graph=graphs, batched=True)
             else:
                 r.new_timer, r.new_batch = self.prepare_again(self.sandbox, allow_graph=graphs, batched=True)
-        if {r.ref_timer, r.new_timer} != {"cuda_graph", "batched_events"}:
+        if {r.ref_timer, r.new_timer} == {"cuda_graph", "batched_events"}:
+            if r.ref_timer == "cuda_graph":
+                with self.reference_side():
+                    r.ref_timer, r.ref_batch = self.prepare_again(self.ref_sandbox)
+            else:
+                r.new_timer, r.new_batch = self.prepare_again(self.sandbox)
+        self.same_batch_both_sides()
+
+    def same_batch_both_sides(self) -> None:
+        """Batched sides time the same number of calls a window, the smaller side's: what a window costs beyond its
+        calls (a graph's launch, the GPU's ramp) is then shared out alike. (On the H100, A/A pairs of ~20 us
+        kernels chose batches of 8 and 12 from one noisy measurement each.)"""
+        r = self.result
+        batches = (r.ref_batch, r.new_batch)
+        if (r.ref_timer not in timing.BATCHED_METHODS or r.new_timer != r.ref_timer
+                or not all(isinstance(b, int) for b in batches) or r.ref_batch == r.new_batch):
             return
-        if r.ref_timer == "cuda_graph":
+        batch, graphs = min(r.ref_batch, r.new_batch), r.ref_timer == "cuda_graph"
+        if r.ref_batch > batch:
             with self.reference_side():
-                r.ref_timer, r.ref_batch = self.prepare_again(self.ref_sandbox)
+                r.ref_timer, r.ref_batch = self.prepare_again(self.ref_sandbox, allow_graph=graphs, batch=batch)
         else:
-            r.new_timer, r.new_batch = self.prepare_again(self.sandbox)
+            r.new_timer, r.new_batch = self.prepare_again(self.sandbox, allow_graph=graphs, batch=batch)
 
     def send_timing_inputs(self, trial: int) -> None:
         """Give each worker timing inputs of its own (the same ones), from its outbox. The inputs are made in the
@@ -364,11 +390,12 @@ class PairTiming:
         del new_inputs
         release_cached_memory(self.device, outboxes=self.judge.outboxes())
 
-    def prepare_again(self, sandbox, allow_graph: bool = False, batched: bool = False) -> tuple:
-        """Ask a worker to (re)choose its timing method (batched: batch its calls however long they measure); its
-        (method, batch)."""
+    def prepare_again(self, sandbox, allow_graph: bool = False, batched: bool = False, batch: int | None = None) -> tuple:
+        """Ask a worker to (re)choose its timing method (batched: batch its calls however long they measure; batch:
+        this many calls a window); its (method, batch)."""
         prepared = self.expect_ok(sandbox.request("prepare_timing", self.cfg["timeout"], warmup=self.cfg["warmup"],
-                                                  allow_graph=allow_graph, batched=batched))
+                                                  allow_graph=allow_graph, batched=batched, batch=batch,
+                                                  lead_us=self.cfg["launch_lead_us"]))
         method, batch = (prepared.get("method"), prepared.get("batch")) if isinstance(prepared, dict) else (None, None)
         return (method if method in timing.METHODS else "unknown"), (batch if isinstance(batch, int) else None)
 

@@ -156,3 +156,20 @@ def continue_all(pids) -> None:
             os.kill(pid, signal.SIGCONT)
         except ProcessLookupError:
             pass
+
+
+def current_cpu() -> int:
+    """The CPU this process runs on now (field 39 of /proc/self/stat)."""
+    stat = Path("/proc/self/stat").read_text()
+    return int(stat[stat.rindex(")") + 2:].split()[36])
+
+
+def share_one_cpu(pids, cpu: int) -> bool:
+    """Pin these processes (their main threads, where a worker launches its GPU work, and the threads they start
+    later) to one CPU; False where the machine refuses."""
+    try:
+        for pid in pids:
+            os.sched_setaffinity(pid, {cpu})
+        return True
+    except OSError:
+        return False

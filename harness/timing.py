@@ -20,6 +20,9 @@ _perf_counter_ns = time.perf_counter_ns
 _Event = torch.cuda.Event
 _synchronize = torch.cuda.synchronize
 _CUDAGraph = torch.cuda.CUDAGraph
+_sleep = torch.cuda._sleep
+
+SPIN_CYCLES_PER_US = 2000  # a spin of this many GPU cycles per microsecond lasts at least that long up to 2 GHz
 
 CPU_FLUSH_FALLBACK_BYTES = 64 << 20
 MIN_FLUSH_BYTES = 128 << 20
@@ -50,8 +53,9 @@ class Timer:
     launches, when the call cannot be captured in a graph).
     """
 
-    def __init__(self, device: torch.device, cold_cache: bool = True):
+    def __init__(self, device: torch.device, cold_cache: bool = True, lead_us: float = 0.0):
         self.device = device
+        self.lead_us = lead_us  # GPU spin queued before each window's start event (see window)
         self.is_cuda = device.type == "cuda"
         self.cold_cache = cold_cache
         self.flush_buffer = torch.empty(self.flush_bytes(), dtype=torch.uint8, device=device) if cold_cache else None
@@ -84,9 +88,10 @@ class Timer:
             fn()
         self.sync()
 
-    def prepare(self, fn: Callable[[], object], warmup: int, allow_graph: bool = True, batched: bool = False) -> str:
+    def prepare(self, fn: Callable[[], object], warmup: int, allow_graph: bool = True, batched: bool = False,
+                batch: int | None = None) -> str:
         """Warm fn up and choose how to time it: short GPU calls are batched (graph, else plain launches), and any
-        call when `batched` (the other side's call is short)."""
+        call when `batched` (the other side's call is short) or `batch` (this many calls a window) is given."""
         self.fn = fn
         self.warm_up(fn, warmup)
         if not self.is_cuda:
@@ -94,13 +99,13 @@ class Timer:
         self.method, self.batch, self.graphs = "cuda_event", 1, None  # a second prepare starts afresh
         single, single_wall = medians(self.window(self.once) for _ in range(3))
         flush, flush_wall = medians(self.window(self.flush) for _ in range(3)) if self.cold_cache else (0.0, 0.0)
-        if single >= SHORT_CALL_MS and not batched:
+        if single >= SHORT_CALL_MS and not batched and batch is None:
             return self.method
         # Sized by the events, but never past what the host's clock allows: events that read ~0 (a forged
         # clock) would otherwise ask for thousands of calls per window, each window taking seconds.
         by_events = math.ceil(BATCH_TARGET_MS / max(single + flush, 1e-3))
         by_wall = math.ceil(WALL_BATCH_LIMIT_MS / max(single_wall + flush_wall, 1e-3))
-        self.batch = min(MAX_BATCH, max(2, min(by_events, by_wall)))
+        self.batch = min(MAX_BATCH, max(2, batch if batch is not None else min(by_events, by_wall)))
         self.graphs, self.method = None, "batched_events"
         if not allow_graph:
             return self.method
@@ -167,6 +172,9 @@ class Timer:
         the host's wake-up latency. Work body left on other streams (or that its threads queued) is
         counted too: the host waits for the end event, then for the whole device, and whatever that
         second wait took beyond a synchronize of an idle device is added to the sample.
+        A spin of `lead_us` on the GPU goes first: the start event then waits for it while the host launches body,
+        so the host's latency in launching body's first work (a graph of many nodes, a Python forward) is not
+        counted. Left out, it was: it differs from process to process with the speed of the host's CPU.
         """
         self.sync()
         if not self.is_cuda:
@@ -175,6 +183,8 @@ class Timer:
             wall = (_perf_counter_ns() - start) / 1e6
             return wall, wall
         start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+        if self.lead_us:
+            _sleep(int(self.lead_us * SPIN_CYCLES_PER_US))
         wall_start = _perf_counter_ns()
         start.record()
         body()

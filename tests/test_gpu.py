@@ -89,6 +89,34 @@ def test_a_long_call_is_batched_when_told():
         in timing.BATCHED_METHODS and timer.batch >= 2
 
 
+def test_a_batch_size_can_be_asked_for():
+    """same_batch_both_sides: the side with the larger batch is prepared again with the other's."""
+    from harness import timing
+
+    x = torch.rand(1024, device="cuda")
+    timer = timing.Timer(torch.device("cuda"), cold_cache=True)
+    assert timer.prepare(lambda: torch.sigmoid(x), warmup=2, batch=5) == "cuda_graph" and timer.batch == 5
+
+
+def test_the_lead_keeps_the_hosts_launch_latency_out_of_a_window():
+    """A window that starts behind a GPU spin counts the GPU's work: a host that takes 2 ms to launch a 10 us
+    kernel is timed at ~10 us with the lead, at >= 2 ms without it."""
+    import time
+
+    from harness import timing
+
+    x = torch.rand(1024, device="cuda")
+
+    def slow_to_launch():
+        time.sleep(0.002)
+        return torch.sigmoid(x)
+
+    for lead_us, low, high in ((0.0, 1.5, 100.0), (5000.0, 0.0, 0.5)):
+        timer = timing.Timer(torch.device("cuda"), cold_cache=False, lead_us=lead_us)
+        ms = sorted(timer.window(slow_to_launch)[0] for _ in range(5))[2]
+        assert low < ms < high, (lead_us, ms)
+
+
 def test_short_calls_are_timed_by_graph_replay():
     from harness import timing
 

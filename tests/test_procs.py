@@ -64,3 +64,16 @@ def test_children_without_the_kernels_children_files(monkeypatch):
     finally:
         child.kill()
         child.wait()
+
+
+def test_share_one_cpu_pins_processes_to_the_cpu_we_run_on():
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        cpu = procs.current_cpu()
+        assert cpu in os.sched_getaffinity(0)
+        assert procs.share_one_cpu([child.pid], cpu)
+        assert os.sched_getaffinity(child.pid) == {cpu}
+        assert not procs.share_one_cpu([2**22 + 7], cpu)  # no such process: refused, not raised
+    finally:
+        child.kill()
+        child.wait()

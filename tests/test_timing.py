@@ -129,7 +129,10 @@ class SideTimers:
         pair.sandbox, pair.ref_sandbox, pair.calls = "new", "ref", []
         pair.reference_side = contextlib.nullcontext
 
-        def prepare_again(sandbox, allow_graph=False, batched=False):
+        def prepare_again(sandbox, allow_graph=False, batched=False, batch=None):
+            if batch is not None:
+                pair.calls.append((sandbox, allow_graph, "batch", batch))
+                return getattr(pair.result, f"{sandbox}_timer"), batch
             pair.calls.append((sandbox, allow_graph, batched))
             return again[(sandbox, allow_graph)], 8
 
@@ -152,3 +155,16 @@ def test_both_sides_are_timed_the_same_way(ref, new, again, calls, methods):
     pair = SideTimers(ref, new, again)
     pair.same_method_both_sides()
     assert pair.calls == calls and (pair.result.ref_timer, pair.result.new_timer) == methods
+
+
+@pytest.mark.parametrize("method, ref_batch, new_batch, calls", [
+    ("cuda_graph", 12, 8, [("ref", True, "batch", 8)]),  # the reference re-captured with the candidate's batch
+    ("batched_events", 6, 9, [("new", False, "batch", 6)]),
+    ("cuda_graph", 8, 8, []),  # already the same
+])
+def test_batched_sides_time_the_same_number_of_calls_a_window(method, ref_batch, new_batch, calls):
+    pair = SideTimers(method, method, {})
+    pair.result.ref_batch, pair.result.new_batch = ref_batch, new_batch
+    pair.same_method_both_sides()
+    assert pair.calls == calls
+    assert pair.result.ref_batch == pair.result.new_batch == min(ref_batch, new_batch)
