@@ -103,10 +103,12 @@ class PairTiming:
             self.time_rounds()
 
     def share_one_cpu(self) -> None:
-        """GPU runs (when configured): both workers on one CPU, the judge's now (they run one at a time), so that
-        both sides launch their work at the same host speed."""
+        """GPU runs (when configured): both workers on one CPU, this GPU's (they run one at a time), so that both
+        sides launch their work at the same host speed. (The H100 records of adc6cdb took the judge's CPU of the
+        moment, which the judges of two GPUs can share.)"""
         if self.device.type == "cuda" and self.cfg["workers_share_cpu"]:
-            procs.share_one_cpu([self.ref_sandbox.proc.pid, self.sandbox.proc.pid], procs.current_cpu())
+            cpu = procs.cpu_for_gpu(self.device.index or 0)
+            procs.share_one_cpu([self.ref_sandbox.proc.pid, self.sandbox.proc.pid], cpu)
 
     def prepare_both_sides(self) -> None:
         """Give both workers timing inputs, let them choose their timing methods, and trace one call of each."""

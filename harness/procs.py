@@ -158,10 +158,11 @@ def continue_all(pids) -> None:
             pass
 
 
-def current_cpu() -> int:
-    """The CPU this process runs on now (field 39 of /proc/self/stat)."""
-    stat = Path("/proc/self/stat").read_text()
-    return int(stat[stat.rindex(")") + 2:].split()[36])
+def cpu_for_gpu(index: int) -> int:
+    """The CPU that the workers of a pair on GPU `index` share for its timing: one per GPU (the first CPU left to the
+    rest of the machine), so that pairs timed at once on different GPUs never share one while there are enough."""
+    cpus = sorted(os.sched_getaffinity(0))
+    return cpus[(index + 1) % len(cpus)]
 
 
 def share_one_cpu(pids, cpu: int) -> bool:

@@ -66,10 +66,16 @@ def test_children_without_the_kernels_children_files(monkeypatch):
         child.wait()
 
 
-def test_share_one_cpu_pins_processes_to_the_cpu_we_run_on():
+def test_each_gpu_has_a_cpu_of_its_own_while_there_are_enough():
+    cpus = os.sched_getaffinity(0)
+    chosen = [procs.cpu_for_gpu(i) for i in range(len(cpus) - 1)]
+    assert set(chosen) <= cpus and len(set(chosen)) == len(chosen)
+
+
+def test_share_one_cpu_pins_processes_to_one_cpu():
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
-        cpu = procs.current_cpu()
+        cpu = procs.cpu_for_gpu(0)
         assert cpu in os.sched_getaffinity(0)
         assert procs.share_one_cpu([child.pid], cpu)
         assert os.sched_getaffinity(child.pid) == {cpu}
