@@ -174,7 +174,7 @@ class Timer:
         second wait took beyond a synchronize of an idle device is added to the sample.
         A spin of `lead_us` on the GPU goes first: the start event then waits for it while the host launches body,
         so the host's latency in launching body's first work (a graph of many nodes, a Python forward) is not
-        counted. Left out, it was: it differs from process to process with the speed of the host's CPU.
+        counted (left out, it was, and it moves with the host's speed).
         """
         self.sync()
         if not self.is_cuda:
