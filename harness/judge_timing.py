@@ -122,9 +122,8 @@ class PairTiming:
         release_cached_memory(self.device, outboxes=self.judge.outboxes())
         with self.phase("timing_setup.prepare"):
             self.send_timing_inputs(trial)
-            with self.reference_side():
-                self.result.ref_timer, self.result.ref_batch = self.prepare_again(self.ref_sandbox, allow_graph=True)
-            self.result.new_timer, self.result.new_batch = self.prepare_again(self.sandbox, allow_graph=True)
+            self.prepare_side(reference=True, allow_graph=True)
+            self.prepare_side(reference=False, allow_graph=True)
             self.same_method_both_sides()
         with self.phase("timing_setup.trace"):
             if self.uses_only_reference_ops():
@@ -343,17 +342,9 @@ class PairTiming:
         r = self.result
         if "cuda_event" in (r.ref_timer, r.new_timer) and {r.ref_timer, r.new_timer} & set(timing.BATCHED_METHODS):
             graphs = "cuda_graph" in (r.ref_timer, r.new_timer)
-            if r.ref_timer == "cuda_event":
-                with self.reference_side():
-                    r.ref_timer, r.ref_batch = self.prepare_again(self.ref_sandbox, allow_graph=graphs, batched=True)
-            else:
-                r.new_timer, r.new_batch = self.prepare_again(self.sandbox, allow_graph=graphs, batched=True)
+            self.prepare_side(reference=r.ref_timer == "cuda_event", allow_graph=graphs, batched=True)
         if {r.ref_timer, r.new_timer} == {"cuda_graph", "batched_events"}:
-            if r.ref_timer == "cuda_graph":
-                with self.reference_side():
-                    r.ref_timer, r.ref_batch = self.prepare_again(self.ref_sandbox)
-            else:
-                r.new_timer, r.new_batch = self.prepare_again(self.sandbox)
+            self.prepare_side(reference=r.ref_timer == "cuda_graph")
         self.same_batch_both_sides()
 
     def same_batch_both_sides(self) -> None:
@@ -365,12 +356,17 @@ class PairTiming:
         if (r.ref_timer not in timing.BATCHED_METHODS or r.new_timer != r.ref_timer
                 or not all(isinstance(b, int) for b in batches) or r.ref_batch == r.new_batch):
             return
-        batch, graphs = min(r.ref_batch, r.new_batch), r.ref_timer == "cuda_graph"
-        if r.ref_batch > batch:
+        batch = min(r.ref_batch, r.new_batch)
+        self.prepare_side(reference=r.ref_batch > batch, allow_graph=r.ref_timer == "cuda_graph", batch=batch)
+
+    def prepare_side(self, reference: bool, **how) -> None:
+        """prepare_again on one side's worker (the reference's in its turn), its (method, batch) recorded."""
+        r = self.result
+        if reference:
             with self.reference_side():
-                r.ref_timer, r.ref_batch = self.prepare_again(self.ref_sandbox, allow_graph=graphs, batch=batch)
+                r.ref_timer, r.ref_batch = self.prepare_again(self.ref_sandbox, **how)
         else:
-            r.new_timer, r.new_batch = self.prepare_again(self.sandbox, allow_graph=graphs, batch=batch)
+            r.new_timer, r.new_batch = self.prepare_again(self.sandbox, **how)
 
     def send_timing_inputs(self, trial: int) -> None:
         """Give each worker timing inputs of its own (the same ones), from its outbox. The inputs are made in the
