@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import random
 from typing import Optional
 
 import torch
@@ -70,3 +71,54 @@ def nbytes(values) -> int:
     if isinstance(values, dict):
         return sum(nbytes(v) for v in values.values())
     return 0
+
+
+PLACEMENT_SLACK_BYTES = 64 << 20  # how far a timing input may move within its buffer
+PLACEMENT_ALIGN = 4096
+
+
+class MovingCopies:
+    """A worker's private copies of its timing inputs, each in a buffer somewhat larger than itself, at a random
+    4 KiB-aligned offset that `refill(..., move=True)` draws afresh.
+
+    A kernel's time can depend on where its tensors lie in memory: on the H100, KernelBench's 4 GiB BatchNorm input
+    ran 2% slower in one of four allocations of one process, every time (bench/results/placement-h100.md). Two
+    workers, each with one fixed copy, then differ by that much for a whole pair; inputs that move every round turn
+    the difference into round-to-round noise, which the paired rounds average out (four copies moved within 64 MiB
+    agreed within 0.2%). Tensors keep the layout a clone would give them.
+    """
+
+    def __init__(self, inputs: list):
+        self.rng = random.Random()  # seeded from the OS: where a copy lies is no one's choice
+        self.buffers = [torch.empty(span_bytes(x) + slack_bytes(x) + PLACEMENT_ALIGN, dtype=torch.uint8, device=x.device)
+                        if isinstance(x, torch.Tensor) else None for x in inputs]
+        self.tensors = [self.placed(buffer, x) if buffer is not None else x for buffer, x in zip(self.buffers, inputs)]
+
+    def refill(self, inputs: list, move: bool) -> list:
+        """The new contents copied in, each tensor moved to a new offset first when `move` (not when a captured
+        CUDA graph holds the current addresses); the tensors to use from now on."""
+        self.tensors = [(self.placed(buffer, new) if move else mine.copy_(new)) if buffer is not None else mine
+                        for buffer, mine, new in zip(self.buffers, self.tensors, inputs)]
+        return self.tensors
+
+    def placed(self, buffer: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """A copy of x in buffer at a random aligned offset, strided as x.clone() would be."""
+        layout = torch.empty_like(x, device="meta")
+        size = span_bytes(x)
+        first = -buffer.data_ptr() % PLACEMENT_ALIGN  # offsets whose addresses are aligned
+        offset = self.rng.randrange(first, first + slack_bytes(x) + 1, PLACEMENT_ALIGN)
+        view = buffer[offset:offset + size].view(x.dtype).as_strided(layout.shape, layout.stride())
+        return view.copy_(x)
+
+
+def span_bytes(x: torch.Tensor) -> int:
+    """Bytes of memory a clone of x spans."""
+    layout = torch.empty_like(x, device="meta")
+    if layout.numel() == 0:
+        return 0
+    return (1 + sum((n - 1) * step for n, step in zip(layout.shape, layout.stride()))) * x.element_size()
+
+
+def slack_bytes(x: torch.Tensor) -> int:
+    """How far x may move: its own size (rounded up to the alignment), at most PLACEMENT_SLACK_BYTES."""
+    return min(PLACEMENT_SLACK_BYTES, -(-span_bytes(x) // PLACEMENT_ALIGN) * PLACEMENT_ALIGN)

@@ -16,7 +16,7 @@ import traceback
 
 from harness import timing  # first: binds the timers before any candidate code can patch them
 from harness import channel, handover
-from harness.inputs import indexed
+from harness.inputs import MovingCopies, indexed
 from harness.load import load_module
 
 import torch
@@ -107,7 +107,7 @@ class Worker:
         self.class_name = "ModelNew"
         self.build_lock = None
         self.held = []  # outputs the judge may still be reading
-        self.timing_inputs = None
+        self.timing_inputs = self.moving_inputs = None
 
     def settle(self) -> None:
         """Wait for this process's GPU work, the driver's part of closing mappings included, before replying."""
@@ -170,14 +170,14 @@ class Worker:
         pages): the reference reads private memory in the judge, so the candidate does the same here.
         """
         self.held = []
-        self.timing_inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]  # private
+        self.moving_inputs = MovingCopies(inputs)  # private
+        self.timing_inputs = self.moving_inputs.tensors
         return channel.ok({})
 
     def op_refresh_timing_inputs(self, inputs: list):
-        """New contents for the timing inputs, copied in place (captured graphs keep their pointers)."""
-        for mine, new in zip(self.timing_inputs, inputs):
-            if isinstance(mine, torch.Tensor):
-                mine.copy_(new)
+        """New contents for the timing inputs, each moved within its buffer first (MovingCopies), but in place while
+        a captured graph times them (it keeps their addresses)."""
+        self.timing_inputs = self.moving_inputs.refill(inputs, move=self.timer.method != "cuda_graph")
         self.timer.sync()
         return channel.ok({})
 

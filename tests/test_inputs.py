@@ -58,3 +58,32 @@ def test_what_crosses_to_a_peer_is_a_copy_of_its_own():
     assert mine[0].sum() == 3  # a peer writing into what it got cannot touch ours
     state = outbox.state_copy({"w": mine[0]})
     assert state["w"].untyped_storage().data_ptr() != mine[0].untyped_storage().data_ptr()
+
+
+def test_moving_copies_are_private_copies_laid_out_as_clones():
+    originals = [torch.randn(64, 32), torch.randn(32, 64).t(), torch.randn(1, 16).expand(8, 16),
+                 torch.zeros(0, 3), torch.rand(10) > 0.5, torch.arange(7), 3, "text"]
+    copies = inputs.MovingCopies(originals).tensors
+    for original, copy in zip(originals, copies):
+        if not isinstance(original, torch.Tensor):
+            assert copy == original
+            continue
+        clone = original.clone()
+        assert copy.dtype == clone.dtype and copy.shape == clone.shape and copy.stride() == clone.stride()
+        assert torch.equal(copy, original)
+        assert original.numel() == 0 or copy.untyped_storage().data_ptr() != original.untyped_storage().data_ptr()
+    copies[0].zero_()
+    assert originals[0].abs().sum() > 0
+
+
+def test_moving_copies_move_on_refill_unless_told_to_stay():
+    moving = inputs.MovingCopies([torch.randn(1 << 18)])  # 1 MiB: 257 places to lie
+    first = moving.tensors[0].data_ptr()
+    fresh = [torch.randn(1 << 18)]
+    stayed = moving.refill(fresh, move=False)[0]
+    assert stayed.data_ptr() == first and torch.equal(stayed, fresh[0])
+    places = {moving.refill(fresh, move=True)[0].data_ptr() for _ in range(8)}
+    assert len(places) > 1 and torch.equal(moving.tensors[0], fresh[0])
+    buffer = moving.buffers[0]
+    assert all(p % inputs.PLACEMENT_ALIGN == 0 for p in places)
+    assert all(buffer.data_ptr() <= p <= buffer.data_ptr() + buffer.numel() - (1 << 20) for p in places)

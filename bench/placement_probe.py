@@ -1,0 +1,83 @@
+"""Does a kernel's time depend on where its tensors lie in GPU memory? One process, one model, several copies of
+the same inputs (each its own allocation), timed interleaved with CUDA events after a cache flush; per copy the
+median. A spread between copies of one process is a placement effect that two worker processes of an A/A pair
+(each with its own copy) would show as a persistent speedup.
+
+    python3 bench/placement_probe.py PROBLEM_FILE [--copies 4] [--rounds 30] [--slack-mb 0]
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import random
+import statistics
+
+import torch
+
+
+def load(path: str):
+    spec = importlib.util.spec_from_file_location("problem", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("problem")
+    parser.add_argument("--copies", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--slack-mb", type=int, default=0,
+                        help="each copy lies in a slab this much larger, at a random 4 KiB-aligned offset each round")
+    args = parser.parse_args()
+    problem = load(args.problem)
+    torch.manual_seed(42)
+    model = problem.Model(*problem.get_init_inputs()).cuda()
+    torch.manual_seed(0)
+    inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in problem.get_inputs()]
+    slack = args.slack_mb << 20
+    slabs = [[torch.empty(x.numel() * x.element_size() + slack, dtype=torch.uint8, device="cuda")
+              if isinstance(x, torch.Tensor) else None for x in inputs] for _ in range(args.copies)]
+    rng = random.Random(1)
+
+    def placed(slab, x):
+        """x's contents at a random 4 KiB-aligned offset in slab."""
+        offset = rng.randrange(0, slack + 1, 4096) if slack else 0
+        view = slab[offset:offset + x.numel() * x.element_size()].view(x.dtype).view(x.shape)
+        view.copy_(x)
+        return view
+
+    copies = [[placed(s, x) if s is not None else x for s, x in zip(slab, inputs)] for slab in slabs]
+    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    times = [[] for _ in copies]
+    with torch.no_grad():
+        for c in copies:
+            model(*c)
+        for r in range(args.rounds):
+            order = list(range(len(copies)))
+            order = order[r % len(order):] + order[:r % len(order)]
+            if slack:
+                copies = [[placed(s, x) if s is not None else x for s, x in zip(slab, inputs)] for slab in slabs]
+            for i in order:
+                flush.add_(1)
+                torch.cuda.synchronize()
+                torch.cuda._sleep(200_000)
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                model(*copies[i])
+                end.record()
+                torch.cuda.synchronize()
+                times[i].append(start.elapsed_time(end))
+    medians = [statistics.median(t) for t in times]
+    base = medians[0]
+    print(json.dumps({"problem": args.problem.split("/")[-1], "slack_mb": args.slack_mb,
+                      "spread_pct": round(100 * statistics.median(statistics.pstdev(t) / statistics.median(t)
+                                                                  for t in times), 2),
+                      "median_ms": [round(m, 4) for m in medians],
+                      "relative": [round(m / base, 4) for m in medians],
+                      "addresses": [hex(c[0].data_ptr()) for c in copies if isinstance(c[0], torch.Tensor)]}))
+
+
+if __name__ == "__main__":
+    main()
