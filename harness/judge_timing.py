@@ -156,9 +156,14 @@ class PairTiming:
                     samples.pop()
             return kept
 
+        # Each side's window follows its own copy of the round's inputs, the same way on both sides. (With both copies
+        # made before the round, the reference's first, the candidate's inputs were always the last written: on the
+        # H100, 7 of the 8 claimed --small level1 CIs that missed 1.0 at bf7d6ca favoured the candidate. Not yet
+        # measured with this order.)
         def ref_sample() -> float:
-            gpu_is_ours()
             with self.reference_side():
+                self.refresh_side(self.ref_sandbox)
+                gpu_is_ours()
                 ms, wall = plausible_sample(self.expect_ok(self.ref_sandbox.request("time", cfg["timeout"])))
                 ref_judged.append(self.ref_sandbox.last_request_ms)
             self.result.ref_wall_ms.append(wall)
@@ -167,6 +172,7 @@ class PairTiming:
             return ms
 
         def new_sample() -> float:
+            self.refresh_side(self.sandbox)
             gpu_is_ours()
             ms, wall = plausible_sample(self.expect_ok(self.sandbox.request("time", cfg["timeout"])))
             new_judged.append(self.sandbox.last_request_ms)
@@ -180,7 +186,7 @@ class PairTiming:
             if index and rng.random() < TIMED_CHECK_SHARE:
                 self.check_timed_output(index - 1)
                 checked.append(index - 1)
-            self.refresh_timing_inputs(index)
+            self.make_round_inputs(index)
 
         ref_ms, new_ms, tight = stats.alternate_rounds(ref_sample, new_sample, cfg, rng, before_round,
                                                        round_kept=round_kept)
@@ -264,29 +270,27 @@ class PairTiming:
         except (TypeError, KeyError):
             raise Verdict(Status.CRASH, f"malformed trace from the worker: {str(new)[:200]}") from None
 
-    def refresh_timing_inputs(self, index: int) -> None:
-        """Fresh secret-seeded input contents for round `index`, copied into both workers' timing inputs,
+    def make_round_inputs(self, index: int) -> None:
+        """Fresh secret-seeded input contents for round `index` (each side's sample copies them in first: refresh_side),
         so a candidate that caches results by input pointer, shape or content replays nothing."""
         with self.phase("timing.refresh"):
             self.round_inputs = None  # checked by now: never two rounds' (multi-GB) inputs at once
             self.round_inputs = self.retried_when_full(lambda: self.judge.make_inputs(ROUND_SEED_OFFSET + index,
                                                                                       wide=False))
-            # Each worker copies a copy of its own into its timing inputs (the candidate could write into what it is
-            # sent; its output is checked against round_inputs, which never leave this process), one side at a
-            # time. Each copy is made in that worker's outbox, which keeps the memory for the next round's copy.
-            with self.reference_side():
-                self.refresh_side(self.ref_sandbox)
-            self.refresh_side(self.sandbox)
 
     def refresh_side(self, sandbox) -> None:
         """Send one worker a copy of this round's inputs (from its outbox) and wait until it has copied them in.
-        (Tried on the H100: the round's inputs made in the reference's outbox and sent to it as they are, one
-        copy a round instead of two: A/A pairs of the full-size sigmoid then came out 0.889 with the GPU probe
-        on, twice; with a copy each, ties.)"""
-        copy = self.retried_when_full(lambda: sandbox.outbox.copies(self.round_inputs))
-        self.hand_over()
-        self.expect_ok(sandbox.request("refresh_timing_inputs", self.cfg["timeout"], inputs=copy))
-        del copy
+
+        A copy of its own (the candidate could write into what it is sent; its output is checked against round_inputs,
+        which never leave this process), made in that worker's outbox, which keeps the memory for the next round's
+        copy. (Tried on the H100: the round's inputs made in the reference's outbox and sent to it as they are, one
+        copy a round instead of two: A/A pairs of the full-size sigmoid then came out 0.889 with the GPU probe on,
+        twice; with a copy each, ties.)"""
+        with self.phase("timing.refresh"):
+            copy = self.retried_when_full(lambda: sandbox.outbox.copies(self.round_inputs))
+            self.hand_over()
+            self.expect_ok(sandbox.request("refresh_timing_inputs", self.cfg["timeout"], inputs=copy))
+            del copy
         # The worker has let go of it: back to its outbox, where the next round's copy reuses it. Memory is not handed
         # back to the GPU here (only a check's, and on running out). On the H100 the judge did so when under an eighth
         # of the GPU was free, which for KernelBench's Swish and L1Norm was every round: their A/A pairs then had one

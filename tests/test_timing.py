@@ -168,3 +168,45 @@ def test_batched_sides_time_the_same_number_of_calls_a_window(method, ref_batch,
     pair.same_method_both_sides()
     assert pair.calls == calls
     assert pair.result.ref_batch == pair.result.new_batch == min(ref_batch, new_batch)
+
+
+def test_each_sides_window_follows_its_own_copy_of_the_rounds_inputs():
+    """Both sides' inputs are copied in right before their own window, never both before the round (which made the
+    candidate's inputs always the last written)."""
+    import contextlib
+    from types import SimpleNamespace
+
+    from harness.judge_timing import PairTiming
+
+    requests = []
+
+    class FakeWorker:
+        def __init__(self, name):
+            self.name, self.last_request_ms = name, 1.0
+            self.outbox = SimpleNamespace(copies=lambda values: list(values))
+
+        def request(self, op, timeout, **kwargs):
+            requests.append((self.name, op))
+            return [0.5, 0.6] if op == "time" else {}
+
+    pair = PairTiming.__new__(PairTiming)
+    pair.cfg = {"min_rounds": 10, "max_rounds": 30, "max_timing_s": 30.0, "target_ci_pct": 1.0, "min_timing_s": 0.0,
+                "timeout": 5.0, "gpu_probe_ms": 0.0, "interference_rounds": 3, "cold_cache": False,
+                "launch_lead_us": 0.0, "compile_baseline": False}
+    pair.device, pair.job = torch.device("cpu"), {"secret": 7}
+    pair.result = SimpleNamespace(rounds_discarded=None, ref_wall_ms=[], new_wall_ms=[], flags=[], gpu_wait_ms=None,
+                                  timed_outputs_checked=None, judge_wall_ms=None)
+    pair.ref_sandbox, pair.sandbox = FakeWorker("ref"), FakeWorker("new")
+    pair.judge = SimpleNamespace(make_inputs=lambda seed, wide: [torch.full((4,), float(seed))])
+    pair.reference_side = contextlib.nullcontext
+    pair.phase = lambda name: contextlib.nullcontext()
+    pair.expect_ok, pair.hand_over = (lambda reply: reply), (lambda: None)
+    pair.check_timed_output = lambda index: None
+    pair.record_timing = lambda ref_ms, new_ms, tight, clocks: None
+    pair.time_disagrees = lambda *args: False
+    pair.time_rounds()
+    timed = [i for i, (_, op) in enumerate(requests) if op == "time"]
+    assert len(timed) >= 20
+    assert all(requests[i - 1] == (requests[i][0], "refresh_timing_inputs") for i in timed)
+    firsts = {requests[i][0] for i in timed[::2]}
+    assert firsts == {"ref", "new"}  # the order within a round is still random
