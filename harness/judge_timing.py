@@ -156,10 +156,11 @@ class PairTiming:
                     samples.pop()
             return kept
 
-        # Each side's window follows its own copy of the round's inputs, the same way on both sides. (With both copies
+        # Each side's window follows its own copy of the round's inputs, the same way on both sides. With both copies
         # made before the round, the reference's first, the candidate's inputs were always the last written: on the
-        # H100, 7 of the 8 claimed --small level1 CIs that missed 1.0 at bf7d6ca favoured the candidate. Not yet
-        # measured with this order.)
+        # H100, 7 of the 8 claimed --small level1 CIs that missed 1.0 at bf7d6ca favoured the candidate (this order
+        # not yet run on a GPU); on the 2-core CPU the two workers of an A/A pair then fell into different
+        # allocation regimes in half the pairs, and in none with this order (bench/results/aa-coverage/).
         def ref_sample() -> float:
             with self.reference_side():
                 self.refresh_side(self.ref_sandbox)
