@@ -90,7 +90,7 @@ class MovingCopies:
 
     def __init__(self, inputs: list):
         self.rng = random.Random()  # seeded from the OS: where a copy lies is no one's choice
-        self.buffers = [torch.empty(span_bytes(x) + slack_bytes(x) + PLACEMENT_ALIGN, dtype=torch.uint8, device=x.device)
+        self.buffers = [torch.empty(buffer_bytes(span_bytes(clone_layout(x))), dtype=torch.uint8, device=x.device)
                         if isinstance(x, torch.Tensor) else None for x in inputs]
         self.tensors = [self.placed(buffer, x) if buffer is not None else x for buffer, x in zip(self.buffers, inputs)]
 
@@ -103,22 +103,28 @@ class MovingCopies:
 
     def placed(self, buffer: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """A copy of x in buffer at a random aligned offset, strided as x.clone() would be."""
-        layout = torch.empty_like(x, device="meta")
-        size = span_bytes(x)
+        layout = clone_layout(x)
+        size = span_bytes(layout)
         first = -buffer.data_ptr() % PLACEMENT_ALIGN  # offsets whose addresses are aligned
-        offset = self.rng.randrange(first, first + slack_bytes(x) + 1, PLACEMENT_ALIGN)
+        slack = buffer.numel() - PLACEMENT_ALIGN - size  # as buffer_bytes made it
+        offset = self.rng.randrange(first, first + slack + 1, PLACEMENT_ALIGN)
         view = buffer[offset:offset + size].view(x.dtype).as_strided(layout.shape, layout.stride())
         return view.copy_(x)
 
 
-def span_bytes(x: torch.Tensor) -> int:
-    """Bytes of memory a clone of x spans."""
-    layout = torch.empty_like(x, device="meta")
+def clone_layout(x: torch.Tensor) -> torch.Tensor:
+    """A tensor without storage, shaped and strided as x.clone() would be."""
+    return torch.empty_like(x, device="meta")
+
+
+def span_bytes(layout: torch.Tensor) -> int:
+    """Bytes of memory a tensor of this layout spans."""
     if layout.numel() == 0:
         return 0
-    return (1 + sum((n - 1) * step for n, step in zip(layout.shape, layout.stride()))) * x.element_size()
+    return (1 + sum((n - 1) * step for n, step in zip(layout.shape, layout.stride()))) * layout.element_size()
 
 
-def slack_bytes(x: torch.Tensor) -> int:
-    """How far x may move: its own size (rounded up to the alignment), at most PLACEMENT_SLACK_BYTES."""
-    return min(PLACEMENT_SLACK_BYTES, -(-span_bytes(x) // PLACEMENT_ALIGN) * PLACEMENT_ALIGN)
+def buffer_bytes(size: int) -> int:
+    """A buffer for `size` bytes that can move: by its own size (rounded up to the alignment), at most
+    PLACEMENT_SLACK_BYTES, plus room to align the first offset."""
+    return size + min(PLACEMENT_SLACK_BYTES, -(-size // PLACEMENT_ALIGN) * PLACEMENT_ALIGN) + PLACEMENT_ALIGN
