@@ -3,11 +3,12 @@ the same inputs (each its own allocation), timed interleaved with CUDA events af
 median. A spread between copies of one process is a placement effect that two worker processes of an A/A pair
 (each with its own copy) would show as a persistent speedup.
 
-    python3 bench/placement_probe.py PROBLEM_FILE [--copies 4] [--rounds 30] [--slack-mb 0]
+    python3 bench/placement_probe.py PROBLEM_FILE [--copies 4] [--rounds 30] [--slack-mb 0] [--set NAME=VALUE ...]
 """
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib.util
 import json
 import random
@@ -30,8 +31,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--slack-mb", type=int, default=0,
                         help="each copy lies in a slab this much larger, at a random 4 KiB-aligned offset each round")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="override a size constant of the problem (as run.py --set)")
     args = parser.parse_args()
     problem = load(args.problem)
+    for item in args.set:
+        name, value = item.split("=", 1)
+        setattr(problem, name, ast.literal_eval(value))
     torch.manual_seed(42)
     model = problem.Model(*problem.get_init_inputs()).cuda()
     torch.manual_seed(0)
@@ -71,7 +77,7 @@ def main() -> None:
                 times[i].append(start.elapsed_time(end))
     medians = [statistics.median(t) for t in times]
     base = medians[0]
-    print(json.dumps({"problem": args.problem.split("/")[-1], "slack_mb": args.slack_mb,
+    print(json.dumps({"problem": args.problem.split("/")[-1], "sizes": args.set, "slack_mb": args.slack_mb,
                       "spread_pct": round(100 * statistics.median(statistics.pstdev(t) / statistics.median(t)
                                                                   for t in times), 2),
                       "median_ms": [round(m, 4) for m in medians],
