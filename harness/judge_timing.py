@@ -122,9 +122,7 @@ class PairTiming:
         release_cached_memory(self.device, outboxes=self.judge.outboxes())
         with self.phase("timing_setup.prepare"):
             self.send_timing_inputs(trial)
-            self.prepare_side(reference=True, allow_graph=True)
-            self.prepare_side(reference=False, allow_graph=True)
-            self.same_method_both_sides()
+            self.prepare_sides()
         with self.phase("timing_setup.trace"):
             if self.uses_only_reference_ops():
                 self.result.flags.append("no_custom_kernel")
@@ -190,7 +188,7 @@ class PairTiming:
             self.make_round_inputs(index)
 
         ref_ms, new_ms, tight = stats.alternate_rounds(ref_sample, new_sample, cfg, rng, before_round,
-                                                       round_kept=round_kept)
+                                                       round_kept=round_kept, calls_per_sample=self.result.ref_batch or 1)
         if probe:
             self.result.gpu_wait_ms = round(probe.waited_ms, 1)
         if (self.result.rounds_discarded or 0) >= cfg["interference_rounds"] or not ref_ms:
@@ -338,6 +336,14 @@ class PairTiming:
         self.sandbox.request("release_memory", self.cfg["timeout"])
         release_cached_memory(self.device, outboxes=self.judge.outboxes())
 
+    def prepare_sides(self) -> None:
+        """Both workers choose how to time their calls, the reference's first; then both time them the same way. A
+        candidate whose calls are timed in single windows takes as many a sample as the reference's worker chose."""
+        self.prepare_side(reference=True, allow_graph=True)
+        windows = self.result.ref_batch if self.result.ref_timer in timing.SINGLE_METHODS else None
+        self.prepare_side(reference=False, allow_graph=True, windows=windows)
+        self.same_method_both_sides()
+
     def same_method_both_sides(self) -> None:
         """Both sides timed the same way. A call timed alone while the other side's is batched is batched too (on
         the H100 a disturbed warm-up timed a 15 us reference alone, at ~190 us a call with its launch, against the
@@ -393,12 +399,14 @@ class PairTiming:
         del new_inputs
         release_cached_memory(self.device, outboxes=self.judge.outboxes())
 
-    def prepare_again(self, sandbox, allow_graph: bool = False, batched: bool = False, batch: int | None = None) -> tuple:
+    def prepare_again(self, sandbox, allow_graph: bool = False, batched: bool = False, batch: int | None = None,
+                      windows: int | None = None) -> tuple:
         """Ask a worker to (re)choose its timing method (batched: batch its calls however long they measure; batch:
-        this many calls a window); its (method, batch)."""
+        this many calls a window; windows: this many single windows a sample, if its calls are not batched); its
+        (method, batch)."""
         prepared = self.expect_ok(sandbox.request("prepare_timing", self.cfg["timeout"], warmup=self.cfg["warmup"],
                                                   allow_graph=allow_graph, batched=batched, batch=batch,
-                                                  lead_us=self.cfg["launch_lead_us"]))
+                                                  windows=windows, lead_us=self.cfg["launch_lead_us"]))
         method, batch = (prepared.get("method"), prepared.get("batch")) if isinstance(prepared, dict) else (None, None)
         return (method if method in timing.METHODS else "unknown"), (batch if isinstance(batch, int) else None)
 

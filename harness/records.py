@@ -111,7 +111,7 @@ class Result:
     cache: Optional[str] = None
     ref_timer: Optional[str] = None
     new_timer: Optional[str] = None
-    ref_batch: Optional[int] = None  # calls per timed window (1, or k for graph and batched timing)
+    ref_batch: Optional[int] = None  # calls a sample times: k windows of one call (cuda_event), or k calls a window
     new_batch: Optional[int] = None
     orphans_killed: Optional[int] = None  # processes a worker left running, killed when the pair ended
     timed_outputs_checked: Optional[int] = None  # timing rounds whose candidate output was checked

@@ -76,12 +76,13 @@ def is_tie(stats: dict) -> bool:
 def alternate_rounds(ref_call: Callable[[], float], new_call: Callable[[], float], cfg: dict,
                      rng: random.Random, before_round: Callable[[int], None] = lambda i: None,
                      clock: Callable[[], float] = time.monotonic,
-                     round_kept: Callable[[], bool] = lambda: True) -> tuple[list, list, bool]:
+                     round_kept: Callable[[], bool] = lambda: True, calls_per_sample: int = 1) -> tuple[list, list, bool]:
     """Rounds of one sample per side in random order, until the speedup's CI is tight or a cap is hit.
 
     `before_round(i)` runs before round i (new input contents, checks of the previous round's output);
     `round_kept()` after each round: a round it rejects (another process used the GPU) is dropped.
-    Stops after at least min_rounds and min_timing_s of sampled time per side, once the CI is within
+    A sample is the time per call of `calls_per_sample` calls.
+    Stops after at least min_rounds and min_timing_s of timed calls per side, once the CI is within
     +-target_ci_pct; gives up at max_rounds or after max_timing_s seconds of `clock`, the judge's own:
     a cap on the workers' reported samples would let a forged clock keep the rounds going for ever.
     Returns both sides' samples (ms) and whether the CI reached the target (never from fewer than
@@ -104,7 +105,8 @@ def alternate_rounds(ref_call: Callable[[], float], new_call: Callable[[], float
         if not round_kept():
             ref_ms.pop(), new_ms.pop()
             continue
-        enough = len(ref_ms) >= cfg["min_rounds"] and min(sum(ref_ms), sum(new_ms)) >= cfg["min_timing_s"] * 1e3
+        timed_ms = calls_per_sample * min(sum(ref_ms), sum(new_ms))
+        enough = len(ref_ms) >= cfg["min_rounds"] and timed_ms >= cfg["min_timing_s"] * 1e3
         if enough and len(ref_ms) % 5 == 0 and tight():
             break
     return ref_ms, new_ms, tight()

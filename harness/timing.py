@@ -28,11 +28,19 @@ CPU_FLUSH_FALLBACK_BYTES = 64 << 20
 MIN_FLUSH_BYTES = 128 << 20
 SHORT_CALL_MS = 0.2  # calls shorter than this are timed in batches: launch overhead must not be the result
 BATCH_TARGET_MS = 2.0  # one batched window lasts about this long
+# A GPU call of SHORT_CALL_MS or more is timed alone in its window, and a sample times about this many milliseconds
+# of such windows (at most MAX_SINGLE_WINDOWS), their mean its value: a round costs ~30 ms beyond its windows (GPU
+# probes, fresh inputs, requests) however short they are, and on the H100 the single windows of KernelBench's 1-6 ms
+# networks (launch-bound) varied by 20% with the host, so that 200 rounds of them could not tell a tie from 2%
+# (bench/results/kernelbench-aa-h100-levels123-bf7d6ca.md).
+SAMPLE_TARGET_MS = 10.0
+MAX_SINGLE_WINDOWS = 16
 WALL_BATCH_LIMIT_MS = 10 * BATCH_TARGET_MS  # ... and by the host's clock (launches, syncs) at most this long
 MAX_BATCH = 4096
 FLOOR_MS = 1e-6  # a batched difference is clamped here: a sample is never zero or negative
 METHODS = ("perf_counter", "cuda_event", "cuda_graph", "batched_events")
-BATCHED_METHODS = ("cuda_graph", "batched_events")
+SINGLE_METHODS = ("perf_counter", "cuda_event")  # one call a window (`batch` windows a sample)
+BATCHED_METHODS = ("cuda_graph", "batched_events")  # `batch` calls a window
 
 
 def cpu_last_level_cache_bytes() -> int:
@@ -89,9 +97,11 @@ class Timer:
         self.sync()
 
     def prepare(self, fn: Callable[[], object], warmup: int, allow_graph: bool = True, batched: bool = False,
-                batch: int | None = None) -> str:
+                batch: int | None = None, windows: int | None = None) -> str:
         """Warm fn up and choose how to time it: short GPU calls are batched (graph, else plain launches), and any
-        call when `batched` (the other side's call is short) or `batch` (this many calls a window) is given."""
+        call when `batched` (the other side's call is short) or `batch` (this many calls a window) is given; a
+        longer one in single windows, `windows` of them a sample if given (the other side's), else as many as
+        SAMPLE_TARGET_MS asks."""
         self.fn = fn
         self.warm_up(fn, warmup)
         if not self.is_cuda:
@@ -100,6 +110,7 @@ class Timer:
         single, single_wall = medians(self.window(self.once) for _ in range(3))
         flush, flush_wall = medians(self.window(self.flush) for _ in range(3)) if self.cold_cache else (0.0, 0.0)
         if single >= SHORT_CALL_MS and not batched and batch is None:
+            self.batch = windows if windows is not None else single_windows(single)
             return self.method
         # Sized by the events, but never past what the host's clock allows: events that read ~0 (a forged
         # clock) would otherwise ask for thousands of calls per window, each window taking seconds.
@@ -210,9 +221,12 @@ class Timer:
 
     def sample(self) -> tuple[float, float]:
         """One sample of the prepared function: (ms per call, wall ms per call)."""
-        if self.method in ("perf_counter", "cuda_event"):
-            self.flush()
-            return self.window(self.once)
+        if self.method in SINGLE_METHODS:  # `batch` calls, each in a window of its own: their mean
+            timed = []
+            for _ in range(self.batch):
+                self.flush()
+                timed.append(self.window(self.once))
+            return tuple(sum(column) / self.batch for column in zip(*timed))
         if self.method == "cuda_graph":
             graph_calls, graph_flushes = self.graphs
             calls, flushes = graph_calls.replay, graph_flushes.replay if graph_flushes else None
@@ -256,12 +270,17 @@ def output_tensors(out) -> list:
     return [t for t in items if isinstance(t, torch.Tensor)]
 
 
+def single_windows(call_ms: float) -> int:
+    """How many single-call windows a sample of a call this long times (SAMPLE_TARGET_MS)."""
+    return max(1, min(MAX_SINGLE_WINDOWS, round(SAMPLE_TARGET_MS / call_ms)))
+
+
 def work_per_sample(method: str, batch: int, cold_cache: bool) -> tuple[int, int]:
     """(calls, flushes) one `Timer.sample` runs, timed or not: what the judge's wall clock must account for.
-    One of each for a single window; for batched methods
+    One of each per window for single windows; for batched methods
     one untimed batch (of flushes, or of calls on a hot cache), then calls, flushes, flushes, calls."""
-    if method in ("perf_counter", "cuda_event"):
-        return 1, int(cold_cache)
+    if method in SINGLE_METHODS:
+        return batch, batch * int(cold_cache)
     return (2 * batch, 5 * batch) if cold_cache else (3 * batch, 0)
 
 

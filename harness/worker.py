@@ -233,12 +233,13 @@ class Worker:
             return self.model(*self.timing_inputs)
 
     def op_prepare_timing(self, warmup: int, allow_graph: bool = True, batched: bool = False, lead_us: float = 0.0,
-                          batch: int | None = None):
+                          batch: int | None = None, windows: int | None = None):
         """Warm up and choose the timing method (batched for short calls, or when told, `batch` calls a window if
-        given; graphs unless told not to); lead_us: the GPU spin before each window (timing.Timer.window)."""
+        given; graphs unless told not to; `windows` single windows a sample if given); lead_us: the GPU spin before
+        each window (timing.Timer.window)."""
         try:
             self.timer.lead_us = float(lead_us)
-            method = self.timer.prepare(self.call_for_timing, warmup, allow_graph, batched, batch)
+            method = self.timer.prepare(self.call_for_timing, warmup, allow_graph, batched, batch, windows)
             return channel.ok({"method": method, "batch": self.timer.batch})
         except BaseException as exc:
             return channel.failed("runtime_error", "forward raised " + describe(exc))

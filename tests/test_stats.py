@@ -76,6 +76,14 @@ def test_alternate_rounds_stops_once_the_ci_is_tight():
     assert tight and len(ref) == len(new) == 10  # constant times: tight at the first check
 
 
+def test_alternate_rounds_counts_every_call_a_sample_timed_toward_min_timing():
+    cfg = {**ROUNDS, "max_rounds": 200, "min_timing_s": 0.1}
+    ref, _, _ = stats.alternate_rounds(lambda: 2.0, lambda: 1.0, cfg, random.Random(0))
+    assert len(ref) == 100  # 1 ms samples of one call: 100 rounds for 100 ms
+    ref, _, _ = stats.alternate_rounds(lambda: 2.0, lambda: 1.0, cfg, random.Random(0), calls_per_sample=5)
+    assert len(ref) == 20  # of five calls each: 20 rounds
+
+
 def test_alternate_rounds_caps_a_noisy_pair():
     rng = np.random.default_rng(3)
     ref, new, tight = stats.alternate_rounds(lambda: float(rng.uniform(0.5, 1.5)), lambda: float(rng.uniform(0.5, 1.5)),

@@ -129,7 +129,10 @@ class SideTimers:
         pair.sandbox, pair.ref_sandbox, pair.calls = "new", "ref", []
         pair.reference_side = contextlib.nullcontext
 
-        def prepare_again(sandbox, allow_graph=False, batched=False, batch=None):
+        def prepare_again(sandbox, allow_graph=False, batched=False, batch=None, windows=None):
+            if windows is not None:
+                pair.calls.append((sandbox, allow_graph, "windows", windows))
+                return getattr(pair.result, f"{sandbox}_timer"), windows
             if batch is not None:
                 pair.calls.append((sandbox, allow_graph, "batch", batch))
                 return getattr(pair.result, f"{sandbox}_timer"), batch
@@ -170,6 +173,49 @@ def test_batched_sides_time_the_same_number_of_calls_a_window(method, ref_batch,
     assert pair.result.ref_batch == pair.result.new_batch == min(ref_batch, new_batch)
 
 
+def test_a_candidate_timed_in_single_windows_takes_as_many_a_sample_as_the_reference():
+    pair = SideTimers("cuda_event", "cuda_event", {})
+    chosen = {"ref": ("cuda_event", 5)}  # the reference's worker chose 5 windows a sample
+
+    def prepare_side(reference, **how):
+        side = "ref" if reference else "new"
+        pair.calls.append((side, how))
+        method, batch = chosen[side] if reference else ("cuda_event", how.get("windows"))
+        setattr(pair.result, f"{side}_timer", method), setattr(pair.result, f"{side}_batch", batch)
+
+    pair.prepare_side = prepare_side
+    pair.prepare_sides()
+    assert pair.calls == [("ref", {"allow_graph": True}), ("new", {"allow_graph": True, "windows": 5})]
+    assert pair.result.ref_batch == pair.result.new_batch == 5
+    chosen["ref"] = ("cuda_graph", 12)  # a batched reference: no windows for the candidate's worker
+    pair.calls, pair.same_method_both_sides = [], lambda: None
+    pair.prepare_sides()
+    assert pair.calls[1] == ("new", {"allow_graph": True, "windows": None})
+
+
+def test_single_windows_a_sample_add_up_to_about_the_target():
+    assert timing.single_windows(20.0) == 1 and timing.single_windows(10.0) == 1
+    assert timing.single_windows(2.0) == 5 and timing.single_windows(4.0) in (2, 3)
+    assert timing.single_windows(0.2) == timing.MAX_SINGLE_WINDOWS
+    assert timing.work_per_sample("cuda_event", 4, cold_cache=True) == (4, 4)
+    assert timing.work_per_sample("cuda_event", 4, cold_cache=False) == (4, 0)
+
+
+def test_a_sample_of_several_single_windows_is_their_mean_per_call(monkeypatch):
+    clock = {"ns": 0}
+    monkeypatch.setattr(timing, "_perf_counter_ns", lambda: clock["ns"])
+    calls = []
+
+    def call():  # takes 2 ms, then 4 ms, by the timer's clock
+        calls.append(None)
+        clock["ns"] += (2 if len(calls) % 2 else 4) * 1_000_000
+
+    timer = timing.Timer(torch.device("cpu"), cold_cache=False)
+    timer.prepare(call, warmup=0)
+    timer.batch = 4  # as the judge's windows would set it on a GPU
+    assert timer.sample() == (3.0, 3.0) and len(calls) == 4  # one call a window, their mean
+
+
 def test_each_sides_window_follows_its_own_copy_of_the_rounds_inputs():
     """Both sides' inputs are copied in right before their own window, never both before the round (which made the
     candidate's inputs always the last written)."""
@@ -195,7 +241,7 @@ def test_each_sides_window_follows_its_own_copy_of_the_rounds_inputs():
                 "launch_lead_us": 0.0, "compile_baseline": False}
     pair.device, pair.job = torch.device("cpu"), {"secret": 7}
     pair.result = SimpleNamespace(rounds_discarded=None, ref_wall_ms=[], new_wall_ms=[], flags=[], gpu_wait_ms=None,
-                                  timed_outputs_checked=None, judge_wall_ms=None)
+                                  timed_outputs_checked=None, judge_wall_ms=None, ref_batch=1)
     pair.ref_sandbox, pair.sandbox = FakeWorker("ref"), FakeWorker("new")
     pair.judge = SimpleNamespace(make_inputs=lambda seed, wide: [torch.full((4,), float(seed))])
     pair.reference_side = contextlib.nullcontext
