@@ -412,7 +412,8 @@ class PairTiming:
 
     def record_timing(self, ref_ms: list, new_ms: list, tight: bool, clocks) -> None:
         """Statistics, roofline figures, clocks and timing flags from the raw samples."""
-        summary = stats.with_resolution(stats.speedup_with_ci(ref_ms, new_ms), self.cfg["timing_resolution_pct"])
+        resolution = resolution_pct(self.cfg, self.result.ref_timer)
+        summary = stats.with_resolution(stats.speedup_with_ci(ref_ms, new_ms), resolution)
         for key, value in summary.items():
             setattr(self.result, key, value)
         r = self.result
@@ -454,6 +455,12 @@ class PairTiming:
         except Exception as exc:  # a baseline that cannot compile is reported, never fatal
             self.result.compiled_ms = None
             self.result.compiled_error = one_line(f"{type(exc).__name__}: {exc}", 200)
+
+
+def resolution_pct(cfg: dict, method: str) -> float:
+    """The harness's resolution for a pair timed this way (both sides are): batched calls (graphs of microsecond
+    kernels) have one of their own."""
+    return cfg["batched_resolution_pct"] if method in timing.BATCHED_METHODS else cfg["timing_resolution_pct"]
 
 
 def median_abs_deviation(values: list) -> float:

@@ -40,6 +40,7 @@ def test_unknown_key_suggests_the_right_one(tmp_path):
     ("tolerances: {float32: {atol: -1}}\n", "expected a number >= 0"),
     ("problem_tolerances: {sigmoid: {tol: 1}}\n", "Bad tolerance"),
     ("max_rounds: 1\n", "max_rounds must be >= min_rounds"),
+    ("batched_resolution_pct: 12\n", "batched_resolution_pct must be at least 0 and under 10"),
     ("- a\n- b\n", "must hold a mapping"),
     ("a: [\n", "not valid YAML"),
 ])
