@@ -28,16 +28,16 @@ CPU_FLUSH_FALLBACK_BYTES = 64 << 20
 MIN_FLUSH_BYTES = 128 << 20
 SHORT_CALL_MS = 0.2  # calls shorter than this are timed in batches: launch overhead must not be the result
 BATCH_TARGET_MS = 2.0  # one batched window lasts about this long
-# A GPU call of SHORT_CALL_MS or more is timed alone in its window, and a sample times about this many milliseconds
-# of such windows (at most MAX_SINGLE_WINDOWS), their mean its value: a round costs ~30 ms beyond its windows (GPU
-# probes, fresh inputs, requests) however short they are, and on the H100 the single windows of KernelBench's 1-6 ms
-# networks (launch-bound) varied by 20% with the host, so that 200 rounds of them could not tell a tie from 2%
-# (bench/results/kernelbench-aa-h100-levels123-bf7d6ca.md).
-SAMPLE_TARGET_MS = 10.0
-MAX_SINGLE_WINDOWS = 16
 WALL_BATCH_LIMIT_MS = 10 * BATCH_TARGET_MS  # ... and by the host's clock (launches, syncs) at most this long
 MAX_BATCH = 4096
 FLOOR_MS = 1e-6  # a batched difference is clamped here: a sample is never zero or negative
+# A GPU call of SHORT_CALL_MS or more is timed alone in its window, and a sample times about this many milliseconds
+# of such windows (at most MAX_SINGLE_WINDOWS), their mean its value: a round costs ~30 ms beyond its windows (GPU
+# probes, fresh inputs, requests) however short they are. On the H100 (kernelbench-aa-h100-levels123-9a9587a.md) this
+# halved the rounds of 1-10 ms pairs and took 4_LeNet5's round-to-round spread from 22% to 0.6%; launch-bound networks
+# stayed as noisy (their host's speed changes from request to request, not from window to window).
+SAMPLE_TARGET_MS = 10.0
+MAX_SINGLE_WINDOWS = 16
 METHODS = ("perf_counter", "cuda_event", "cuda_graph", "batched_events")
 SINGLE_METHODS = ("perf_counter", "cuda_event")  # one call a window (`batch` windows a sample)
 BATCHED_METHODS = ("cuda_graph", "batched_events")  # `batch` calls a window
