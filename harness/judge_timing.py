@@ -459,8 +459,10 @@ class PairTiming:
 
 def resolution_pct(cfg: dict, method: str) -> float:
     """The harness's resolution for a pair timed this way (both sides are): batched calls (graphs of microsecond
-    kernels) have one of their own."""
-    return cfg["batched_resolution_pct"] if method in timing.BATCHED_METHODS else cfg["timing_resolution_pct"]
+    kernels) and the CPU's clock have one of their own."""
+    if method in timing.BATCHED_METHODS:
+        return cfg["batched_resolution_pct"]
+    return cfg["cpu_resolution_pct"] if method == "perf_counter" else cfg["timing_resolution_pct"]
 
 
 def median_abs_deviation(values: list) -> float:

@@ -193,12 +193,12 @@ def test_a_candidate_timed_in_single_windows_takes_as_many_a_sample_as_the_refer
     assert pair.calls[1] == ("new", {"allow_graph": True, "windows": None})
 
 
-def test_graph_timed_pairs_take_the_batched_resolution():
+def test_graph_timed_and_cpu_pairs_take_resolutions_of_their_own():
     from harness.judge_timing import resolution_pct
 
-    cfg = {"timing_resolution_pct": 0.5, "batched_resolution_pct": 1.0}
+    cfg = {"timing_resolution_pct": 0.5, "batched_resolution_pct": 1.0, "cpu_resolution_pct": 2.0}
     assert resolution_pct(cfg, "cuda_graph") == resolution_pct(cfg, "batched_events") == 1.0
-    assert resolution_pct(cfg, "cuda_event") == resolution_pct(cfg, "perf_counter") == 0.5
+    assert resolution_pct(cfg, "cuda_event") == 0.5 and resolution_pct(cfg, "perf_counter") == 2.0
 
 
 def test_single_windows_a_sample_add_up_to_about_the_target():
