@@ -196,7 +196,8 @@ class Worker:
         # Sent as copies where the output itself must stay: a graph's output lives in its private pool, rewritten by
         # replays; and sending a CPU tensor moves its storage into a shared-memory file, which the next timed call
         # unmapped inside its window as it let go of this output. Only the candidate's output is checked, so only its
-        # side paid: A/A pairs on the 2-core CPU came out 0.992 (the median of 20 at 7710ba4, 19 of them below 1.0).
+        # side paid. (2-core CPU A/A pairs leaned below 1.0 before, 19 of 20 at 7710ba4, and 13 of 20 after, at
+        # 704783a: the medians, 0.992 and 0.993, do not show that this was the lean's cause.)
         if self.timer.method == "cuda_graph" or self.device.type != "cuda":
             if type(out) in (tuple, list):
                 out = type(out)(handover.copy(x) if type(x) is torch.Tensor else x for x in out)
