@@ -256,7 +256,7 @@ def run_judge(job: dict, judge: Judge, cfg: dict, log_dir: Path, stem: str,
             if line is None:
                 judge.reap()
                 return failure(problem, solution, Status.HARNESS_ERROR,
-                               f"the judge process died in stage '{stage}' (exit code {judge.proc.returncode}); "
+                               f"the judge process died in stage '{stage}' ({exit_reason(judge.proc.returncode)}); "
                                f"see logs/{stem}.judge.log")
             message = parse_line(line)
             if "result" in message:
@@ -283,6 +283,16 @@ def run_judge(job: dict, judge: Judge, cfg: dict, log_dir: Path, stem: str,
             starter.release_warm_ups(judge.device)
         judge.outbox.put(None)  # its stdin closed (a gated pair that ended before its timing had it open)
         judge.log_path.replace(log_dir / f"{stem}.judge.log")
+
+
+def exit_reason(code: Optional[int]) -> str:
+    """A dead judge's exit code, and what a SIGKILL that the runner did not send (its deadlines are handled apart)
+    most often is on Linux: the kernel's out-of-memory killer (seen: the full-size sigmoid, 6.4 GB a tensor, on a
+    23 GB CPU machine)."""
+    if code == -signal.SIGKILL:
+        return ("exit code -9: killed, most likely by the out-of-memory killer; on a small machine shrink the problem "
+                "with --set")
+    return f"exit code {code}"
 
 
 def parse_line(line: str) -> dict:

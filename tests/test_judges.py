@@ -43,6 +43,14 @@ def test_a_judge_that_dies_is_a_harness_error(tmp_path):
     assert result.status == "harness_error" and "stage 'reference'" in result.error and "exit code 7" in result.error
 
 
+def test_a_judge_killed_from_outside_is_named_a_likely_out_of_memory_kill(tmp_path):
+    judge = fake_judge(tmp_path, 'import os, signal\nprint(json.dumps({"stage": "correctness"}), flush=True)\n'
+                                 'os.kill(os.getpid(), signal.SIGKILL)')
+    result = judges.run_judge(JOB, judge, config(), tmp_path, "p__s")
+    assert result.status == "harness_error" and "exit code -9" in result.error and "out-of-memory" in result.error
+    assert "--set" in result.error
+
+
 def test_a_judge_that_says_something_unreadable_is_a_harness_error(tmp_path):
     judge = fake_judge(tmp_path, 'print("not json", flush=True); time.sleep(600)')
     result = judges.run_judge(JOB, judge, config(), tmp_path, "p__s")
