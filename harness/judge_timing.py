@@ -156,9 +156,10 @@ class PairTiming:
 
         # Each side's window follows its own copy of the round's inputs, the same way on both sides. With both copies
         # made before the round, the reference's first, the candidate's inputs were always the last written: on the
-        # H100, 7 of the 8 claimed --small level1 CIs that missed 1.0 at bf7d6ca favoured the candidate (this order
-        # not yet run on a GPU); on the 2-core CPU the two workers of an A/A pair then fell into different
-        # allocation regimes in half the pairs, and in none with this order (bench/results/aa-coverage/).
+        # H100, 7 of the 8 claimed --small level1 CIs that missed 1.0 at bf7d6ca favoured the candidate (with this
+        # order, at 7710ba4, 2 of 28 missed, both favouring the reference); on the 2-core CPU the two workers of an A/A
+        # pair then fell into different allocation regimes in half the pairs, and in none with this order
+        # (bench/results/aa-coverage/).
         def ref_sample() -> float:
             with self.reference_side():
                 self.refresh_side(self.ref_sandbox)
@@ -188,7 +189,8 @@ class PairTiming:
             self.make_round_inputs(index)
 
         ref_ms, new_ms, tight = stats.alternate_rounds(ref_sample, new_sample, cfg, rng, before_round,
-                                                       round_kept=round_kept, calls_per_sample=self.result.ref_batch or 1)
+                                                       round_kept=round_kept,
+                                                       calls_per_sample=self.result.ref_batch or 1)
         if probe:
             self.result.gpu_wait_ms = round(probe.waited_ms, 1)
         if (self.result.rounds_discarded or 0) >= cfg["interference_rounds"] or not ref_ms:
