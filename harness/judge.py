@@ -367,12 +367,14 @@ class PairJudge:
     def finish(self) -> None:
         """Stop the worker, keep its output, and record peak memory of both processes."""
         worker_info = None
-        if self.ref_sandbox is not None:
-            self.ref_sandbox.close()
-        if self.sandbox is not None:
-            worker_info = self.sandbox.close()
-            Path(self.job["log_path"]).write_text(self.sandbox.log.text())
-        self.result.orphans_killed = kill_orphans(self.helpers) or None  # processes the workers left behind
+        with self.phase("finish.workers"):
+            if self.ref_sandbox is not None:
+                self.ref_sandbox.close()
+            if self.sandbox is not None:
+                worker_info = self.sandbox.close()
+                Path(self.job["log_path"]).write_text(self.sandbox.log.text())
+        with self.phase("finish.orphans"):
+            self.result.orphans_killed = kill_orphans(self.helpers) or None  # processes the workers left behind
         try:  # the worker's own word, so checked
             worker_peak = round(float(worker_info["peak_mem_mb"]), 1)
         except (TypeError, KeyError, ValueError):
@@ -423,9 +425,10 @@ def main() -> None:
     # before the job is read (nothing of it may be in the memory they copy) and before any device is touched.
     start = json.loads(read_line_unbuffered(0))
     config, warm_device = start["config"], start.get("warm_device")
-    if warm_device:  # started ahead: FlopCounterMode's first use (seconds of imports, CPU only), before the workers
-        with FlopCounterMode(display=False):  # are forked: it also readies the profiler, whose first use in
-            torch.ones(2).sigmoid()  # a worker then takes ms, not seconds (bench/warmup_probe.py)
+    start_up = StartUp(start.get("started_at"))  # where a judge's start-up went (judge_start.* phases)
+    if warm_device:  # started ahead (and not forked from the judge factory, which did it): before the workers fork
+        ready_flop_counter()
+        start_up.mark("flops")
     # The candidate's worker first (confined): the reference's, forked second, has a copy of the first one's channel.
     workers = tuple(Sandbox({}, config["output_limit_bytes"], config["kill_grace_s"], confined=side == 0)
                     for side in range(2))
@@ -436,11 +439,14 @@ def main() -> None:
     ours = helpers | {w.proc.pid for w in workers}
     # Any other child of ours is an orphan a candidate's process left (we are its subreaper): the candidate's.
     workers[0].strays = lambda: [pid for pid in children(os.getpid()) if pid not in ours]
+    start_up.mark("workers")
     if warm_device:  # CUDA contexts and the profiler's (~0.3 s, seen by another pair's GPU probe) when the runner
         report.send(ready_to_warm=True)  # says no pair on this GPU is timed
     job = read_message()
     if warm_device and job and job.get("warm"):
+        start_up.mark("held")
         warm_up(warm_device, workers)
+        start_up.mark("warm")
         report.send(warmed=True)
         job = read_message()
     if not job:  # the run ended before it needed this judge
@@ -453,7 +459,7 @@ def main() -> None:
     torch.backends.cudnn.allow_tf32 = False
     try:
         judge = PairJudge(job, workers, helpers, report)
-        judge.result.phases_s = {"judge_start": round(waited_s, 3)}
+        judge.result.phases_s = {"judge_start": round(waited_s, 3), **start_up.phases(job.get("sent_at"))}
         result = judge.run()
     except Exception as exc:  # a bug before the pair began still yields a Result, never a silent pair
         traceback.print_exc()
@@ -462,6 +468,37 @@ def main() -> None:
     report.send(result=result.to_dict())
     sys.stdout.flush()
     os._exit(0)  # skip CUDA IPC teardown races at interpreter exit
+
+
+def ready_flop_counter() -> None:
+    """FlopCounterMode's first use: seconds of imports (torch._dynamo), CPU only. It also readies the profiler, whose
+    first use in a worker forked after it then takes ms, not seconds (bench/warmup_probe.py)."""
+    with FlopCounterMode(display=False):
+        torch.ones(2).sigmoid()
+
+
+class StartUp:
+    """The wall seconds of a judge's start-up steps, from the runner's start of the process (judge_start.* phases:
+    import is Python's and torch's, held the wait for the runner's leave to warm up). A judge that is late for its
+    pair (judge_start) shows here why."""
+
+    def __init__(self, started_at):
+        self.last = started_at if isinstance(started_at, (int, float)) else None
+        self.steps = {}
+        self.mark("import")
+
+    def mark(self, step: str) -> None:
+        """The step that ends now."""
+        now = time.time()
+        if self.last is not None:
+            self.steps[f"judge_start.{step}"] = round(max(0.0, now - self.last), 3)
+        self.last = now
+
+    def phases(self, sent_at) -> dict:
+        """The steps, and the wait for the pair after them (negative waits: the pair was sent before it was ready)."""
+        if self.last is not None and isinstance(sent_at, (int, float)):
+            self.steps["judge_start.idle"] = round(max(0.0, sent_at - self.last), 3)
+        return self.steps
 
 
 def warm_up(device: str, workers: tuple) -> None:

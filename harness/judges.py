@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
+from harness.judge_factory import FactoryGone, JudgeFactory
 from harness.records import Result, Status, failure
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,6 +43,9 @@ JUDGE_ENV.update({k: os.environ[k] for k in ("OMP_WAIT_POLICY", "MALLOC_MMAP_THR
                                              "GLIBC_TUNABLES") if k in os.environ})  # the user's own settings win
 
 
+JUDGE_COMMAND = (sys.executable, "-m", "harness.judge")  # a judge of its own; most are forked from the judge factory
+
+
 def stage_deadlines(cfg: dict) -> dict:
     """Seconds each stage of a judge may last before the runner stops it: the waits the stage is allowed,
     with room. Every worker request inside a stage has its own, shorter deadline in the judge; these
@@ -63,14 +67,22 @@ def stage_deadlines(cfg: dict) -> dict:
 class Judge:
     """One judge process: its pipes, its log, and the lines it has sent (read by a thread of ours)."""
 
-    command = (sys.executable, "-m", "harness.judge")
+    command = JUDGE_COMMAND
 
     def __init__(self, ctx, device: Optional[str], warm: bool, log_path: Path,
-                 on_ready_to_warm: Callable[["Judge"], None] = lambda judge: None):
+                 on_ready_to_warm: Callable[["Judge"], None] = lambda judge: None,
+                 factory: Optional[JudgeFactory] = None):
         self.log_path, self.device = log_path, device
         with open(log_path, "w") as log:
-            self.proc = subprocess.Popen(list(self.command), cwd=ROOT, env=JUDGE_ENV,
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
+            self.proc = None
+            if factory is not None and self.command == JUDGE_COMMAND:  # (tests replace the command)
+                try:
+                    self.proc = factory.fork(log)
+                except FactoryGone as exc:
+                    print(f"{exc}: judges are started as processes of their own", file=log, flush=True)
+            if self.proc is None:
+                self.proc = subprocess.Popen(list(self.command), cwd=ROOT, env=JUDGE_ENV,
+                                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
         self.lines: queue.Queue = queue.Queue()
         self.outbox: queue.Queue = queue.Queue()
         self.worker_groups: list = []
@@ -80,7 +92,7 @@ class Judge:
         threading.Thread(target=self._read, daemon=True).start()
         threading.Thread(target=self._write, daemon=True).start()
         warm_device = device if warm and device and device.startswith("cuda") else None
-        self.write(json.dumps({"config": ctx.config, "warm_device": warm_device}) + "\n")
+        self.write(json.dumps({"config": ctx.config, "warm_device": warm_device, "started_at": time.time()}) + "\n")
 
     def _read(self) -> None:
         for line in self.proc.stdout:
@@ -151,9 +163,15 @@ class JudgeStarter:
     WARM = json.dumps({"warm": True}) + "\n"
     WARM_WAIT_S = 60.0  # a start-up stuck longer than this is the GPU probe's to catch
 
-    def __init__(self, ctx, devices: tuple, ahead: int):
+    def __init__(self, ctx, devices: tuple, ahead: int, factory: bool = False):
         self.ctx, self.ahead, self.count = ctx, ahead, 0
         self.lock = threading.Lock()
+        self.factory = None  # judges forked from a factory process (else each a Python process of its own)
+        if factory:
+            log_dir = ctx.run_dir / "logs"
+            log_dir.mkdir(parents=True, exist_ok=True)
+            self.factory = JudgeFactory(JUDGE_ENV, ROOT, log_dir / f"judge-factory-{os.getpid()}.log",
+                                        ctx.config["start_timeout"])
         self.timing: set = set()  # devices with a pair past its correctness stage
         self.held: dict = {}  # device: judges ready to warm up, waiting for that pair to end
         self.warming: dict = {}  # device: judges told to warm up
@@ -167,7 +185,7 @@ class JudgeStarter:
             self.count += 1
             log_path = log_dir / f"judge-{os.getpid()}-{self.count}.log"
         return Judge(self.ctx, device, warm=ahead and bool(self.ahead), log_path=log_path,
-                     on_ready_to_warm=self.let_warm)
+                     on_ready_to_warm=self.let_warm, factory=self.factory)
 
     def let_warm(self, judge: Judge) -> None:
         """A judge ahead may start CUDA now, unless a pair on its GPU is timed (then it waits for its end)."""
@@ -223,6 +241,8 @@ class JudgeStarter:
             self.ready = {}
         for judge in left:
             judge.dismiss()
+        if self.factory is not None:
+            self.factory.close()
 
 
 def run_judge(job: dict, judge: Judge, cfg: dict, log_dir: Path, stem: str,
@@ -260,8 +280,10 @@ def run_judge(job: dict, judge: Judge, cfg: dict, log_dir: Path, stem: str,
                                f"see logs/{stem}.judge.log")
             message = parse_line(line)
             if "result" in message:
+                result, exiting = Result.from_dict(message["result"]), time.monotonic()
                 judge.reap()  # it exits right after its Result
-                return Result.from_dict(message["result"])
+                result.phases_s = {**(result.phases_s or {}), "judge_exit": round(time.monotonic() - exiting, 3)}
+                return result
             if message.get("stage") in deadlines:
                 stage, started = message["stage"], time.monotonic()
                 on_stage(stage)

@@ -1,12 +1,14 @@
 """The runner's watch over judge processes: each stage held to its deadline, a dead judge a harness_error."""
 import json
+import os
 import re
+import subprocess
 import sys
 import time
 from types import SimpleNamespace
 
 from support import FAST_CONFIG, ROOT
-from harness import judges
+from harness import judge_factory, judges
 from harness.config import build_config
 
 JOB = {"problem": "p", "solution": "s"}
@@ -140,3 +142,51 @@ def test_a_judge_taken_for_a_pair_before_it_warmed_up_is_never_told_to(tmp_path,
     judge.write('{"problem": "p"}\n', last=True)
     assert judge.proc.wait(30) == 0
     assert lines_sent(judge) == ['{"problem": "p"}']
+
+
+# -- the judge factory: judges forked from a process that imported torch once ---------------------------------------
+
+def factory_starter(tmp_path) -> judges.JudgeStarter:
+    return judges.JudgeStarter(SimpleNamespace(config=config(), run_dir=tmp_path), (), ahead=0, factory=True)
+
+
+def test_a_judge_forked_from_the_factory_judges_and_its_end_is_reported(tmp_path):
+    starter = factory_starter(tmp_path)
+    try:
+        judge = starter.take("cpu")
+        assert isinstance(judge.proc, judge_factory.ForkedJudge) and judge.proc.poll() is None
+        judge.dismiss()  # an empty job: it stops its workers and exits 0
+        assert judge.proc.returncode == 0
+        killed = starter.take("cpu")
+        killed.kill()
+        assert killed.proc.returncode == -9
+    finally:
+        starter.close()
+    assert starter.factory.proc.wait(10) == 0
+
+
+def test_a_judge_from_the_factory_has_none_of_its_descriptors(tmp_path):
+    """The judge's stdin is the runner's pipe and its stderr its log; the factory's socket is not open in it (a
+    worker it forks could ask the factory to kill other judges)."""
+    starter = factory_starter(tmp_path)
+    try:
+        judge = starter.take("cpu")
+        fds = {int(fd): os.readlink(f"/proc/{judge.proc.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{judge.proc.pid}/fd")}
+        assert not any("socket" in target for target in fds.values()), fds
+        assert fds[2] == str(judge.log_path) and "pipe" in fds[0]
+        judge.dismiss()
+    finally:
+        starter.close()
+
+
+def test_judges_are_started_as_processes_of_their_own_when_the_factory_is_gone(tmp_path):
+    starter = factory_starter(tmp_path)
+    try:
+        starter.factory.proc.kill()
+        starter.factory.proc.wait(10)
+        judge = starter.take("cpu")
+        assert isinstance(judge.proc, subprocess.Popen) and "judge factory has ended" in judge.log_path.read_text()
+        judge.dismiss()
+        assert judge.proc.returncode == 0
+    finally:
+        starter.close()
