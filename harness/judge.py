@@ -10,6 +10,7 @@ import json
 import os
 import re
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -367,12 +368,15 @@ class PairJudge:
     def finish(self) -> None:
         """Stop the worker, keep its output, and record peak memory of both processes."""
         worker_info = None
-        with self.phase("finish.workers"):
-            if self.ref_sandbox is not None:
-                self.ref_sandbox.close()
+        with self.phase("finish.workers"):  # both at once: each takes ~0.1 s to end on the H100
+            closing = threading.Thread(target=self.ref_sandbox.close) if self.ref_sandbox is not None else None
+            if closing is not None:
+                closing.start()
             if self.sandbox is not None:
                 worker_info = self.sandbox.close()
                 Path(self.job["log_path"]).write_text(self.sandbox.log.text())
+            if closing is not None:
+                closing.join()
         with self.phase("finish.orphans"):
             self.result.orphans_killed = kill_orphans(self.helpers) or None  # processes the workers left behind
         try:  # the worker's own word, so checked
