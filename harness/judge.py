@@ -508,14 +508,22 @@ class StartUp:
 def warm_up(device: str, workers: tuple) -> None:
     """Start CUDA here and CUDA and the profiler in both workers (all at once, ~0.3 s on the H100): the runner
     asks for it while no pair is timed on this GPU, since these start-ups show in another pair's windows."""
+    asked = []
     try:
         for worker in workers:
             worker.start_warm_up(device)
+            asked.append(worker)
         torch.ones(1, device=device)
-        for worker in workers:
-            worker.finish_warm_up()
     except Exception as exc:  # only time is at stake: the pair will start them itself
         print(f"warm-up failed: {type(exc).__name__}: {exc}", flush=True)
+    # Each worker's word is read whatever happened here: left unread, it would be taken for the reply to the pair's
+    # first request (on the H100 this judge's CUDA start ran out of memory while another pair held the GPU's memory,
+    # and the candidate's first run then "replied" with its warm-up word: a harness_error).
+    for worker in asked:
+        try:
+            worker.finish_warm_up()
+        except Exception as exc:
+            print(f"warm-up failed: {type(exc).__name__}: {exc}", flush=True)
 
 
 def read_message() -> dict:

@@ -132,3 +132,26 @@ def test_a_pair_with_judges_ahead_waits_for_the_runners_go_before_its_timing(tmp
         starter.close()
     assert result.status == "correct" and result.speedup is not None, result.error
     assert "timing_setup.turn" in result.phases_s and starter.timing == set()
+
+
+def test_a_warm_up_that_fails_in_the_judge_still_reads_each_workers_word(monkeypatch):
+    """Unread, a worker's warm-up word would be taken for the reply to the pair's first request."""
+    from harness import judge
+
+    class Worker:
+        def __init__(self):
+            self.calls = []
+
+        def start_warm_up(self, device):
+            self.calls.append("start")
+
+        def finish_warm_up(self):
+            self.calls.append("finish")
+
+    def no_memory(*args, **kwargs):
+        raise RuntimeError("CUDA error: out of memory")
+
+    monkeypatch.setattr(judge.torch, "ones", no_memory)  # the judge's own CUDA start fails
+    workers = (Worker(), Worker())
+    judge.warm_up("cuda:0", workers)
+    assert [w.calls for w in workers] == [["start", "finish"], ["start", "finish"]]
