@@ -430,7 +430,7 @@ def main() -> None:
     start = json.loads(read_line_unbuffered(0))
     config, warm_device = start["config"], start.get("warm_device")
     start_up = StartUp(start.get("started_at"))  # where a judge's start-up went (judge_start.* phases)
-    if warm_device:  # started ahead (and not forked from the judge factory, which did it): before the workers fork
+    if warm_device:  # started ahead: before the workers fork (ms in a judge forked from the judge factory, which did it)
         ready_flop_counter()
         start_up.mark("flops")
     # The candidate's worker first (confined): the reference's, forked second, has a copy of the first one's channel.

@@ -166,12 +166,7 @@ class JudgeStarter:
     def __init__(self, ctx, devices: tuple, ahead: int, factory: bool = False):
         self.ctx, self.ahead, self.count = ctx, ahead, 0
         self.lock = threading.Lock()
-        self.factory = None  # judges forked from a factory process (else each a Python process of its own)
-        if factory:
-            log_dir = ctx.run_dir / "logs"
-            log_dir.mkdir(parents=True, exist_ok=True)
-            self.factory = JudgeFactory(JUDGE_ENV, ROOT, log_dir / f"judge-factory-{os.getpid()}.log",
-                                        ctx.config["start_timeout"])
+        self.use_factory, self.factory = factory, None  # judges forked from a factory process, started with the first
         self.timing: set = set()  # devices with a pair past its correctness stage
         self.held: dict = {}  # device: judges ready to warm up, waiting for that pair to end
         self.warming: dict = {}  # device: judges told to warm up
@@ -184,6 +179,9 @@ class JudgeStarter:
         with self.lock:
             self.count += 1
             log_path = log_dir / f"judge-{os.getpid()}-{self.count}.log"
+            if self.use_factory and self.factory is None:  # (else each judge is a Python process of its own)
+                self.factory = JudgeFactory(JUDGE_ENV, ROOT, log_dir / f"judge-factory-{os.getpid()}.log",
+                                            self.ctx.config["start_timeout"])
         return Judge(self.ctx, device, warm=ahead and bool(self.ahead), log_path=log_path,
                      on_ready_to_warm=self.let_warm, factory=self.factory)
 

@@ -182,6 +182,7 @@ def test_a_judge_from_the_factory_has_none_of_its_descriptors(tmp_path):
 def test_judges_are_started_as_processes_of_their_own_when_the_factory_is_gone(tmp_path):
     starter = factory_starter(tmp_path)
     try:
+        starter.take("cpu").dismiss()  # the factory starts with the first judge
         starter.factory.proc.kill()
         starter.factory.proc.wait(10)
         judge = starter.take("cpu")
@@ -190,3 +191,9 @@ def test_judges_are_started_as_processes_of_their_own_when_the_factory_is_gone(t
         assert judge.proc.returncode == 0
     finally:
         starter.close()
+
+
+def test_a_run_that_needs_no_judge_starts_no_factory(tmp_path):
+    starter = factory_starter(tmp_path)
+    starter.close()
+    assert starter.factory is None
