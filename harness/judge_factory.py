@@ -158,6 +158,9 @@ def watch_orphan(judge: ForkedJudge) -> None:
 
 def main() -> None:
     """Import the judge's modules, ready the FLOP counter, then fork judges on request and report their ends."""
+    from harness.procs import make_undumpable
+
+    make_undumpable()  # as the runner and the judges: a worker cannot reach our socket through /proc
     sock = socket.socket(fileno=int(sys.argv[1]))
     import torch
     from harness import judge
