@@ -171,12 +171,29 @@ def test_a_judge_from_the_factory_has_none_of_its_descriptors(tmp_path):
     starter = factory_starter(tmp_path)
     try:
         judge = starter.take("cpu")
-        fds = {int(fd): os.readlink(f"/proc/{judge.proc.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{judge.proc.pid}/fd")}
-        assert not any("socket" in target for target in fds.values()), fds
-        assert fds[2] == str(judge.log_path) and "pipe" in fds[0]
+        factory_sockets = {t for t in open_descriptors(starter.factory.proc.pid).values() if t.startswith("socket:")}
+        assert factory_sockets
+
+        def set_up() -> bool:  # the forked child takes a moment to swap the factory's descriptors for its own
+            fds = open_descriptors(judge.proc.pid)  # (it opens sockets of its own for its workers meanwhile)
+            return fds.get(2) == str(judge.log_path) and not factory_sockets & set(fds.values())
+
+        wait_for(set_up, 10)
+        assert "pipe" in open_descriptors(judge.proc.pid)[0]
         judge.dismiss()
     finally:
         starter.close()
+
+
+def open_descriptors(pid: int) -> dict:
+    """{fd: what it is} of a running process, from /proc (one that closes as it is read is left out)."""
+    found = {}
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            found[int(fd)] = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except FileNotFoundError:
+            pass
+    return found
 
 
 def test_judges_are_started_as_processes_of_their_own_when_the_factory_is_gone(tmp_path):
