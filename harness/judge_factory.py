@@ -33,8 +33,9 @@ class FactoryGone(RuntimeError):
 class ForkedJudge:
     """A judge forked by the factory, with the part of subprocess.Popen's interface a Judge uses."""
 
-    def __init__(self, pid: int, factory: "JudgeFactory", stdin, stdout):
-        self.pid, self.factory, self.stdin, self.stdout = pid, factory, stdin, stdout
+    def __init__(self, pid: int, factory: "JudgeFactory"):
+        self.pid, self.factory = pid, factory
+        self.stdin = self.stdout = None  # our ends of its pipes, given by JudgeFactory.fork
         self.returncode = None
         self.ended = threading.Event()
 
@@ -131,7 +132,7 @@ class JudgeFactory:
                 break
             word, *numbers = message.split()
             if word == b"pid":
-                judge = self.judges[int(numbers[0])] = ForkedJudge(int(numbers[0]), self, None, None)
+                judge = self.judges[int(numbers[0])] = ForkedJudge(int(numbers[0]), self)
                 self.answers.put(judge)
             elif word == b"exit":
                 judge = self.judges.pop(int(numbers[0]), None)
@@ -191,8 +192,8 @@ def main() -> None:
                 become_judge(fds, (sock.fileno(), wake_r, wake_w))
             children.add(pid)
             sock.send(b"pid %d" % pid)
-        elif message.startswith(b"kill ") and int(message.split()[1]) in children:
-            os.kill(int(message.split()[1]), signal.SIGKILL)
+        elif message.startswith(b"kill ") and (pid := int(message.split()[1])) in children:
+            os.kill(pid, signal.SIGKILL)
         for fd in fds:
             os.close(fd)
 
