@@ -1,18 +1,24 @@
 """Does a kernel's time depend on where its tensors lie in GPU memory? One process, one model, several copies of
 the same inputs (each its own allocation), timed interleaved with CUDA events after a cache flush; per copy the
 median. A spread between copies of one process is a placement effect that two worker processes of an A/A pair
-(each with its own copy) would show as a persistent speedup.
+(each with its own copy) would show as a persistent speedup. With --models each copy also has its own copy of the
+model's weights (moved with the inputs when --slack-mb is given); --pad-mb holds an allocation of random size during
+each call, so that the call's intermediates land elsewhere; host_ms is the time to launch one call (a call whose
+launches take as long as its GPU time is bound by the host).
 
-    python3 bench/placement_probe.py PROBLEM_FILE [--copies 4] [--rounds 30] [--slack-mb 0] [--set NAME=VALUE ...]
+    python3 bench/placement_probe.py PROBLEM_FILE [--copies 4] [--rounds 30] [--slack-mb 0] [--models] [--pad-mb 0]
+                                     [--set NAME=VALUE ...]
 """
 from __future__ import annotations
 
 import argparse
 import ast
+import copy
 import importlib.util
 import json
 import random
 import statistics
+import time
 
 import torch
 
@@ -31,6 +37,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--slack-mb", type=int, default=0,
                         help="each copy lies in a slab this much larger, at a random 4 KiB-aligned offset each round")
+    parser.add_argument("--models", action="store_true", help="each copy with its own copy of the model's weights")
+    parser.add_argument("--pad-mb", type=int, default=0,
+                        help="hold an allocation of a random size up to this during each call (moves intermediates)")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="override a size constant of the problem (as run.py --set)")
     args = parser.parse_args()
@@ -43,8 +52,10 @@ def main() -> None:
     torch.manual_seed(0)
     inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in problem.get_inputs()]
     slack = args.slack_mb << 20
+    models = [copy.deepcopy(model) for _ in range(args.copies)] if args.models else [model] * args.copies
+    weights = [list(m.parameters()) + list(m.buffers()) if args.models else [] for m in models]
     slabs = [[torch.empty(x.numel() * x.element_size() + slack, dtype=torch.uint8, device="cuda")
-              if isinstance(x, torch.Tensor) else None for x in inputs] for _ in range(args.copies)]
+              if isinstance(x, torch.Tensor) else None for x in inputs + [w.data for w in ws]] for ws in weights]
     rng = random.Random(1)
 
     def placed(slab, x):
@@ -54,30 +65,43 @@ def main() -> None:
         view.copy_(x)
         return view
 
-    copies = [[placed(s, x) if s is not None else x for s, x in zip(slab, inputs)] for slab in slabs]
+    def place(i):
+        """Copy i's inputs (returned) and weights (moved in place) at new offsets in their slabs."""
+        values = [placed(s, x) if s is not None else x for s, x in zip(slabs[i], inputs + [w.data for w in weights[i]])]
+        for w, value in zip(weights[i], values[len(inputs):]):
+            w.data = value
+        return values[:len(inputs)]
+
+    copies = [place(i) for i in range(args.copies)]
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    times = [[] for _ in copies]
+    times, host = [[] for _ in copies], []
     with torch.no_grad():
-        for c in copies:
-            model(*c)
+        for i, c in enumerate(copies):
+            models[i](*c)
         for r in range(args.rounds):
             order = list(range(len(copies)))
             order = order[r % len(order):] + order[:r % len(order)]
             if slack:
-                copies = [[placed(s, x) if s is not None else x for s, x in zip(slab, inputs)] for slab in slabs]
+                copies = [place(i) for i in range(args.copies)]
             for i in order:
+                pad = torch.empty(rng.randrange(0, (args.pad_mb << 20) + 1, 4096), dtype=torch.uint8, device="cuda") \
+                    if args.pad_mb else None
                 flush.add_(1)
                 torch.cuda.synchronize()
                 torch.cuda._sleep(200_000)
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 start.record()
-                model(*copies[i])
+                launched = time.perf_counter()
+                models[i](*copies[i])
+                host.append((time.perf_counter() - launched) * 1e3)
                 end.record()
                 torch.cuda.synchronize()
                 times[i].append(start.elapsed_time(end))
+                del pad
     medians = [statistics.median(t) for t in times]
     base = medians[0]
     print(json.dumps({"problem": args.problem.split("/")[-1], "sizes": args.set, "slack_mb": args.slack_mb,
+                      "models": args.models, "pad_mb": args.pad_mb, "host_ms": round(statistics.median(host), 4),
                       "spread_pct": round(100 * statistics.median(statistics.pstdev(t) / statistics.median(t)
                                                                   for t in times), 2),
                       "median_ms": [round(m, 4) for m in medians],
