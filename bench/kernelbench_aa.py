@@ -7,7 +7,8 @@ span several calls. An honest harness finds every such pair correct, unflagged (
 
 KERNELBENCH_DIR is the folder holding level1/, level2/, ... (ScalingIntelligence/KernelBench's KernelBench/).
 `--small` shrinks each problem's size constants (a manifest entry's `set`, the harness's per-pair --set) until
-its reference is estimated at SMALL_TARGET_US on an H100, for the microsecond regime; the sizes are in the table.
+its reference is estimated at SMALL_TARGET_US on an H100, and further while it measures over SMALL_MAX_US on this
+machine's GPU, for the microsecond regime; the sizes (kept in DIR/sizes.json for --resume) are in the table.
 Writes DIR/candidates/ and DIR/pairs.csv (never commit KernelBench's files), DIR/run/ (the harness's run folder),
 and DIR/kernelbench-aa.jsonl and .md: per problem the status, flags, speedup and CI, tie, ref ms, wall s
 (and sizes); totals: correct, ties, false flags, pairs per hour, the GPU's busy share, where the time went.
@@ -32,7 +33,10 @@ STAGES = ("judge_start", "reference", "workers", "correctness", "timing_setup", 
 # --small: a reference call estimated from its bytes and FLOPs (shapes on the meta device) at an H100's
 # sustained float32 rates, plus a launch, shrunk by halving its largest size constant until under the target.
 SMALL_TARGET_US, BYTES_PER_US, FLOPS_PER_US, LAUNCH_US = 30.0, 2.5e6, 2.5e7, 3.0
+SMALL_MAX_US = 100.0  # the microsecond regime's upper end: a reference measured above it (on a GPU) is shrunk further
+MEASURE_WARMUP, MEASURE_CALLS = 3, 10
 SIZE_FLOOR = 16  # constants below this are axes, kernel sizes, strides...: never shrunk
+MEASURED_FLOOR = 4  # shrinking by measurement halves sizes of 16-31 too (a transposed 3D convolution's 16 channels)
 NOT_SIZES = ("kernel", "stride", "pad", "dilation", "group", "axis", "dim_")
 
 
@@ -101,44 +105,94 @@ def halved(value):
     return value[:i] + (value[i] // 2,) + value[i + 1:]
 
 
-def small_sizes(problem: Path) -> tuple[dict, float]:
-    """Size constants for a reference of about SMALL_TARGET_US (halving the largest, one at a time), and its
-    estimate; ({}, estimate) for a problem that is already that small or cannot be estimated."""
-    sizes, overrides, frozen = size_constants(problem), {}, set()
-    estimate = estimate_us(problem, overrides)
+def measured_us(problem: Path, overrides: dict):
+    """A reference call's median microseconds on this machine's GPU at these sizes (None: no GPU, or it fails here)."""
+    import torch
+    from harness.load import load_module
+
+    if not torch.cuda.is_available():
+        return None
+    try:
+        module = load_module(problem.read_text(), problem, "small_sizes_probe", overrides)
+        torch.manual_seed(0)
+        with torch.no_grad():
+            model = module.Model(*module.get_init_inputs())
+            model = model.cuda() if isinstance(model, torch.nn.Module) else model
+            inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in module.get_inputs()]
+            times = []
+            for call in range(MEASURE_WARMUP + MEASURE_CALLS):
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                model(*inputs)
+                end.record()
+                end.synchronize()
+                if call >= MEASURE_WARMUP:
+                    times.append(start.elapsed_time(end) * 1e3)
+        return statistics.median(times)
+    except Exception:
+        return None
+    finally:
+        torch.cuda.empty_cache()  # the next problem's probe, and the sweep's workers, get the memory back
+
+
+def shrunk(problem: Path, sizes: dict, overrides: dict, cost, target: float, floor: int = SIZE_FLOOR) -> tuple[dict, float]:
+    """Overrides that bring cost(problem, overrides) to at most `target`, halving the largest size constant of at
+    least 2 x floor one at a time (all of them together when one alone does not run), and that cost; as they came
+    if cost is None."""
+    frozen, current = set(), cost(problem, overrides)
     largest = lambda value: value if type(value) is int else max(value)  # noqa: E731
-    while estimate is not None and estimate > SMALL_TARGET_US:
-        free = {name: value for name, value in sizes.items() if name not in frozen and largest(value) >= 2 * SIZE_FLOOR}
+    while current is not None and current > target:
+        free = {name: overrides.get(name, value) for name, value in sizes.items()
+                if name not in frozen and largest(overrides.get(name, value)) >= 2 * floor}
         if not free:
             break
         name = max(free, key=lambda n: largest(free[n]))
         trial = {**overrides, name: halved(free[name])}
-        shrunk = estimate_us(problem, trial)
-        if shrunk is None:  # sizes that go together (a shape and its batch, say): all of them halved at once
+        after = cost(problem, trial)
+        if after is None:  # sizes that go together (a shape and its batch, say): all of them halved at once
             trial = {**overrides, **{n: halved(v) for n, v in free.items()}}
-            shrunk = estimate_us(problem, trial)
-        if shrunk is None:  # the model does not take that size (a divisibility, say): keep it
+            after = cost(problem, trial)
+        if after is None:  # the model does not take that size (a divisibility, say): keep it
             frozen.add(name)
             continue
-        for n in trial:
-            sizes[n] = trial[n]
-        overrides, estimate = trial, shrunk
-    return overrides, estimate
+        overrides, current = trial, after
+    return overrides, current
+
+
+def small_sizes(problem: Path) -> tuple[dict, float, float]:
+    """Size constants for a reference estimated at about SMALL_TARGET_US, shrunk further while one measured on this
+    machine's GPU takes over SMALL_MAX_US (the estimate misses some kernels: transposed 3D convolutions of an
+    estimated 30-140 us took 0.2-1.3 ms on the H100, whose sizes were at the floor already); with the estimate and the measurement (None without a GPU)
+    at those sizes. ({}, ...) for a problem that is already that small."""
+    sizes = size_constants(problem)
+    overrides, _ = shrunk(problem, sizes, {}, estimate_us, SMALL_TARGET_US)
+    overrides, measured = shrunk(problem, sizes, overrides, measured_us, SMALL_MAX_US, floor=MEASURED_FLOOR)
+    return overrides, estimate_us(problem, overrides), measured
 
 
 def write_pairs(problems: list[Path], out: Path, small: bool) -> tuple[Path, dict]:
-    """One A/A candidate per problem, and the manifest that pairs them (with each entry's sizes if `small`)."""
+    """One A/A candidate per problem, and the manifest that pairs them (with each entry's sizes if `small`: chosen
+    once, kept in DIR/sizes.json, so that a resumed sweep, on another machine too, judges the pairs it began with)."""
     folder = out / "candidates"
     folder.mkdir(parents=True, exist_ok=True)
+    chosen_file = out / "sizes.json"
+    chosen = json.loads(chosen_file.read_text()) if small and chosen_file.exists() else {}
     rows, estimates = [], {}
     for problem in problems:
         candidate = folder / f"{problem.parent.name}_{problem.name}"
         candidate.write_text(aa_source(problem))
         overrides = {}
         if small:
-            overrides, estimates[problem.stem] = small_sizes(problem)
-            print(f"{problem.parent.name}/{problem.stem}: {overrides or 'as is'} "
-                  f"(~{estimates[problem.stem] or 0:.0f} us estimated)", flush=True)
+            key = f"{problem.parent.name}/{problem.stem}"
+            if key not in chosen:
+                overrides, estimate, measured = small_sizes(problem)
+                chosen[key] = {"set": overrides, "estimate_us": estimate, "measured_us": measured}
+                chosen_file.write_text(json.dumps(chosen, indent=1) + "\n")
+            entry = chosen[key]
+            overrides = {name: tuple(v) if isinstance(v, list) else v for name, v in entry["set"].items()}  # JSON's lists
+            estimates[problem.stem] = entry
+            print(f"{key}: {overrides or 'as is'} (~{entry['estimate_us'] or 0:.0f} us estimated"
+                  + (f", {entry['measured_us']:.0f} us measured)" if entry["measured_us"] is not None else ")"), flush=True)
         sizes = " ".join(f"{name}={value!r}".replace(", ", ",") for name, value in overrides.items())
         rows.append([str(problem.resolve()), str(candidate.resolve()), sizes])
     manifest = out / "pairs.csv"
@@ -157,7 +211,8 @@ def summarize(run_dir: Path, estimates: dict) -> list[dict]:
                      "false_flags": sorted(set(r["flags"]) - EXPECTED_FLAGS), "speedup": r["speedup"],
                      "speedup_ci": [r["speedup_ci_low"], r["speedup_ci_high"]], "tie": r["tie"], "ref_ms": r["ref_ms"],
                      "wall_s": r["wall_s"], "timed_s": round(busy_ms / 1e3, 3), "rounds": r["timing_rounds"],
-                     "sizes": r.get("overrides"), "estimate_us": estimates.get(r["problem"]),
+                     "sizes": r.get("overrides"), "estimate_us": estimates.get(r["problem"], {}).get("estimate_us"),
+                     "measured_us": estimates.get(r["problem"], {}).get("measured_us"),
                      "phases_s": {k: v for k, v in (r.get("phases_s") or {}).items() if k in STAGES},
                      "error": r["error"], "gpu": r["gpu"], "harness": r["harness"]})
     return rows
@@ -187,7 +242,7 @@ def markdown(rows: list[dict]) -> str:
                   "| total | " + " | ".join(f"{sum(p.get(s, 0.0) for p in phases):.0f}" for s in STAGES) + " |", ""]
     small = any(r["sizes"] or r["estimate_us"] for r in rows)
     lines += ["| problem | status | flags | speedup [95% CI] | tie | ref ms | rounds | wall s |"
-              + (" sizes (est. us) |" if small else ""),
+              + (" sizes (us: estimated, measured) |" if small else ""),
               "|---|---|---|---|---|---:|---:|---:|" + ("---|" if small else "")]
     for r in rows:
         speed = "-" if r["speedup"] is None else f"{r['speedup']:.3f} [{r['speedup_ci'][0]:.3f}, {r['speedup_ci'][1]:.3f}]"
@@ -196,7 +251,8 @@ def markdown(rows: list[dict]) -> str:
         sizes = ""
         if small:
             named = " ".join(f"{k}={v}" for k, v in (r["sizes"] or {}).items()) or "as is"
-            sizes = f" {named} ({r['estimate_us']:.0f}) |" if r["estimate_us"] else f" {named} |"
+            us = ", ".join(f"{r[k]:.0f}" if r.get(k) is not None else "-" for k in ("estimate_us", "measured_us"))
+            sizes = f" {named} ({us}) |" if r["estimate_us"] or r.get("measured_us") else f" {named} |"
         lines.append(f"| {r['problem']} | {r['status']} | {notes.replace('|', '/')} | {speed} | {r['tie']} | {ref} | "
                      f"{r['rounds'] or '-'} | {r['wall_s']:.1f} |{sizes}")
     return "\n".join(lines) + "\n"
@@ -210,7 +266,8 @@ def main(argv=None) -> int:
     parser.add_argument("--every", type=int, default=1, help="take every Nth problem of each level (default all)")
     parser.add_argument("--problems", nargs="*", default=[], help="level/name prefixes, e.g. level1/51_ (instead of levels)")
     parser.add_argument("--small", action="store_true",
-                        help=f"shrink each problem to a reference of about {SMALL_TARGET_US:.0f} us (estimated)")
+                        help=f"shrink each problem to a reference of about {SMALL_TARGET_US:.0f} us (estimated; "
+                             f"at most {SMALL_MAX_US:.0f} us measured, on a GPU)")
     args, run_args = parser.parse_known_args(argv)  # the rest (after --) goes to run.py
     problems = select_problems(args.kernelbench_dir, [int(x) for x in args.levels.split(",")], args.problems, args.every)
     manifest, estimates = write_pairs(problems, args.out, args.small)

@@ -1,7 +1,8 @@
 #!/bin/bash
 # One call's share of a KernelBench A/A sweep on a lent GPU machine, resumed from the results of earlier calls.
 #   bench/resume_on_device.sh NAME SECONDS [kernelbench_aa.py args...]
-# Reads bench/results/NAME-results.jsonl if present (the earlier calls' results, as --resume continues from them),
+# Reads bench/results/NAME-results.jsonl if present (the earlier calls' results, as --resume continues from them)
+# and bench/results/NAME-sizes.json (--small's sizes, chosen by the first call: the same pairs on every machine),
 # runs bench/kernelbench_aa.py on .kernelbench/KernelBench (carried) for at most SECONDS, and leaves the results
 # so far in $OUT/NAME-results.jsonl and its log in $OUT/NAME.log.
 name=$1; seconds=$2; shift 2
@@ -12,7 +13,9 @@ carried="bench/results/$name-results.jsonl"; here=".kbrun-$name/run/results.json
 if [ -f "$carried" ] && [ "$(wc -l < "$carried")" -gt "$( [ -f "$here" ] && wc -l < "$here" || echo 0)" ]; then
     cp "$carried" "$here"
 fi
+[ -f "bench/results/$name-sizes.json" ] && [ ! -f ".kbrun-$name/sizes.json" ] && cp "bench/results/$name-sizes.json" ".kbrun-$name/sizes.json"
 timeout "$seconds" python3 bench/kernelbench_aa.py .kernelbench/KernelBench --out ".kbrun-$name" "$@" > "$OUT/$name.log" 2>&1
 cp ".kbrun-$name/run/results.jsonl" "$OUT/$name-results.jsonl"
+[ -f ".kbrun-$name/sizes.json" ] && cp ".kbrun-$name/sizes.json" "$OUT/$name-sizes.json"
 [ -f ".kbrun-$name/pairs.csv" ] && cp ".kbrun-$name/pairs.csv" "$OUT/$name-pairs.csv"
 echo "$name: $(wc -l < "$OUT/$name-results.jsonl") pairs"
