@@ -36,7 +36,7 @@ SMALL_TARGET_US, BYTES_PER_US, FLOPS_PER_US, LAUNCH_US = 30.0, 2.5e6, 2.5e7, 3.0
 SMALL_MAX_US = 100.0  # the microsecond regime's upper end: a reference measured above it (on a GPU) is shrunk further
 MEASURE_WARMUP, MEASURE_CALLS = 3, 10
 SIZE_FLOOR = 16  # constants below this are axes, kernel sizes, strides...: never shrunk
-MEASURED_FLOOR = 4  # shrinking by measurement halves sizes of 16-31 too (a transposed 3D convolution's 16 channels)
+MEASURED_FLOOR = 4  # shrinking by measurement halves sizes of 8-31 too (a transposed 3D convolution's 16 channels)
 NOT_SIZES = ("kernel", "stride", "pad", "dilation", "group", "axis", "dim_")
 
 
@@ -108,34 +108,42 @@ def halved(value):
 def measured_us(problem: Path, overrides: dict):
     """A reference call's median microseconds on this machine's GPU at these sizes (None: no GPU, or it fails here)."""
     import torch
-    from harness.load import load_module
 
     if not torch.cuda.is_available():
         return None
     try:
-        module = load_module(problem.read_text(), problem, "small_sizes_probe", overrides)
-        torch.manual_seed(0)
-        with torch.no_grad():
-            model = module.Model(*module.get_init_inputs())
-            model = model.cuda() if isinstance(model, torch.nn.Module) else model
-            inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in module.get_inputs()]
-            times = []
-            for call in range(MEASURE_WARMUP + MEASURE_CALLS):
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                model(*inputs)
-                end.record()
-                end.synchronize()
-                if call >= MEASURE_WARMUP:
-                    times.append(start.elapsed_time(end) * 1e3)
-        return statistics.median(times)
+        return statistics.median(reference_call_times_us(problem, overrides))
     except Exception:
         return None
     finally:
-        torch.cuda.empty_cache()  # the next problem's probe, and the sweep's workers, get the memory back
+        torch.cuda.empty_cache()  # the model and inputs are gone by now: the next probe and the sweep get the memory
 
 
-def shrunk(problem: Path, sizes: dict, overrides: dict, cost, target: float, floor: int = SIZE_FLOOR) -> tuple[dict, float]:
+def reference_call_times_us(problem: Path, overrides: dict) -> list:
+    """MEASURE_CALLS calls of the problem's reference on the GPU after MEASURE_WARMUP, each by CUDA events (us)."""
+    import torch
+    from harness.load import load_module
+
+    module = load_module(problem.read_text(), problem, "small_sizes_probe", overrides)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        model = module.Model(*module.get_init_inputs())
+        model = model.cuda() if isinstance(model, torch.nn.Module) else model
+        inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in module.get_inputs()]
+        times = []
+        for call in range(MEASURE_WARMUP + MEASURE_CALLS):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            model(*inputs)
+            end.record()
+            end.synchronize()
+            if call >= MEASURE_WARMUP:
+                times.append(start.elapsed_time(end) * 1e3)
+    return times
+
+
+def shrunk(problem: Path, sizes: dict, overrides: dict, cost, target: float,
+           floor: int = SIZE_FLOOR) -> tuple[dict, float]:
     """Overrides that bring cost(problem, overrides) to at most `target`, halving the largest size constant of at
     least 2 x floor one at a time (all of them together when one alone does not run), and that cost; as they came
     if cost is None."""
@@ -161,9 +169,9 @@ def shrunk(problem: Path, sizes: dict, overrides: dict, cost, target: float, flo
 
 def small_sizes(problem: Path) -> tuple[dict, float, float]:
     """Size constants for a reference estimated at about SMALL_TARGET_US, shrunk further while one measured on this
-    machine's GPU takes over SMALL_MAX_US (the estimate misses some kernels: transposed 3D convolutions of an
-    estimated 30-140 us took 0.2-1.3 ms on the H100, whose sizes were at the floor already); with the estimate and the measurement (None without a GPU)
-    at those sizes. ({}, ...) for a problem that is already that small."""
+    machine's GPU takes over SMALL_MAX_US (the estimate misses some kernels: transposed 3D convolutions estimated at
+    30-140 us, their sizes at the floor already, took 0.2-1.3 ms on the H100); with the estimate and the measurement
+    (None without a GPU) at those sizes. ({}, ...) for a problem that is already that small."""
     sizes = size_constants(problem)
     overrides, _ = shrunk(problem, sizes, {}, estimate_us, SMALL_TARGET_US)
     overrides, measured = shrunk(problem, sizes, overrides, measured_us, SMALL_MAX_US, floor=MEASURED_FLOOR)
@@ -189,10 +197,11 @@ def write_pairs(problems: list[Path], out: Path, small: bool) -> tuple[Path, dic
                 chosen[key] = {"set": overrides, "estimate_us": estimate, "measured_us": measured}
                 chosen_file.write_text(json.dumps(chosen, indent=1) + "\n")
             entry = chosen[key]
-            overrides = {name: tuple(v) if isinstance(v, list) else v for name, v in entry["set"].items()}  # JSON's lists
+            overrides = {name: tuple(v) if isinstance(v, list) else v  # JSON gives a tuple back as a list
+                         for name, v in entry["set"].items()}
             estimates[problem.stem] = entry
-            print(f"{key}: {overrides or 'as is'} (~{entry['estimate_us'] or 0:.0f} us estimated"
-                  + (f", {entry['measured_us']:.0f} us measured)" if entry["measured_us"] is not None else ")"), flush=True)
+            measured = "" if entry["measured_us"] is None else f", {entry['measured_us']:.0f} us measured"
+            print(f"{key}: {overrides or 'as is'} (~{entry['estimate_us'] or 0:.0f} us estimated{measured})", flush=True)
         sizes = " ".join(f"{name}={value!r}".replace(", ", ",") for name, value in overrides.items())
         rows.append([str(problem.resolve()), str(candidate.resolve()), sizes])
     manifest = out / "pairs.csv"

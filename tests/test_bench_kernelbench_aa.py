@@ -40,7 +40,8 @@ def test_shrunk_halves_the_largest_size_until_the_cost_is_under_the_target():
 
 def test_shrunk_keeps_a_size_the_model_refuses_and_stops_when_nothing_is_left():
     sizes = {"N": 2048, "M": 64}
-    refuses_under_1024 = lambda problem, o: None if o.get("N", 2048) < 1024 else o.get("N", 2048) * o.get("M", 64)  # noqa: E731
+    def refuses_under_1024(problem, o):
+        return None if o.get("N", 2048) < 1024 else o.get("N", 2048) * o.get("M", 64)
     overrides, after = kernelbench_aa.shrunk(None, sizes, {}, refuses_under_1024, 1.0)
     assert overrides == {"N": 1024, "M": 16} and after == 1024 * 16  # N kept at 1024; M down to the floor
     assert kernelbench_aa.shrunk(None, sizes, {}, lambda p, o: None, 1.0) == ({}, None)  # no cost: as they came
