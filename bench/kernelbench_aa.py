@@ -173,9 +173,11 @@ def small_sizes(problem: Path) -> tuple[dict, float, float]:
     30-140 us, their sizes at the floor already, took 0.2-1.3 ms on the H100); with the estimate and the measurement
     (None without a GPU) at those sizes. ({}, ...) for a problem that is already that small."""
     sizes = size_constants(problem)
-    overrides, _ = shrunk(problem, sizes, {}, estimate_us, SMALL_TARGET_US)
-    overrides, measured = shrunk(problem, sizes, overrides, measured_us, SMALL_MAX_US, floor=MEASURED_FLOOR)
-    return overrides, estimate_us(problem, overrides), measured
+    overrides, estimate = shrunk(problem, sizes, {}, estimate_us, SMALL_TARGET_US)
+    smaller, measured = shrunk(problem, sizes, overrides, measured_us, SMALL_MAX_US, floor=MEASURED_FLOOR)
+    if smaller != overrides:  # the estimate at the sizes the measurement chose
+        overrides, estimate = smaller, estimate_us(problem, smaller)
+    return overrides, estimate, measured
 
 
 def write_pairs(problems: list[Path], out: Path, small: bool) -> tuple[Path, dict]:
