@@ -27,8 +27,8 @@ LEADERBOARD_COLUMNS = [
     ("speedup", "reference time / candidate time: exp(median over rounds of log(ref / new)), each round's pair "
                 "taken back to back"),
     ("speedup_ci_low", "95% confidence interval of the speedup (a sign test over rounds, widened by the "
-                       "harness's resolution, timing_resolution_pct, batched_resolution_pct or cpu_resolution_pct), "
-                       "low end"),
+                       "harness's resolution: timing_resolution_pct, batched_resolution_pct or cpu_resolution_pct, at "
+                       "least host_bound_resolution_pct for a pair bound by the host), low end"),
     ("speedup_ci_high", "the same interval's high end"),
     ("tie", "true when the speedup is within 2% of 1 and its CI holds 1"),
     ("ref_ms", "median time of one reference call, milliseconds"),

@@ -141,9 +141,11 @@ def check_relations(config: dict) -> None:
         raise ConfigError("trials + wide_trials must be at least 1")
     if config["timeout"] <= 0 or config["compile_timeout"] <= 0:
         raise ConfigError("timeout and compile_timeout must be positive")
-    for key in ("timing_resolution_pct", "batched_resolution_pct", "cpu_resolution_pct"):
+    for key in ("timing_resolution_pct", "batched_resolution_pct", "cpu_resolution_pct", "host_bound_resolution_pct"):
         if not 0 <= config[key] < 10:
             raise ConfigError(f"{key} must be at least 0 and under 10")
+    if config["host_bound_spread_pct"] <= 0:
+        raise ConfigError("host_bound_spread_pct must be positive")
     if not 0 <= config["launch_lead_us"] <= 2000:
         raise ConfigError("launch_lead_us must be from 0 to 2000")
     if config["judges_ahead"] < 0:

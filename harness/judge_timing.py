@@ -414,7 +414,7 @@ class PairTiming:
 
     def record_timing(self, ref_ms: list, new_ms: list, tight: bool, clocks) -> None:
         """Statistics, roofline figures, clocks and timing flags from the raw samples."""
-        resolution = resolution_pct(self.cfg, self.result.ref_timer)
+        resolution = resolution_pct(self.cfg, self.result.ref_timer, max(spread_pct(ref_ms), spread_pct(new_ms)))
         summary = stats.with_resolution(stats.speedup_with_ci(ref_ms, new_ms), resolution)
         for key, value in summary.items():
             setattr(self.result, key, value)
@@ -459,12 +459,24 @@ class PairTiming:
             self.result.compiled_error = one_line(f"{type(exc).__name__}: {exc}", 200)
 
 
-def resolution_pct(cfg: dict, method: str) -> float:
+def resolution_pct(cfg: dict, method: str, spread: float = 0.0) -> float:
     """The harness's resolution for a pair timed this way (both sides are): batched calls (graphs of microsecond
-    kernels) and the CPU's clock have one of their own."""
+    kernels) and the CPU's clock have one of their own; a pair whose samples on either side spread by
+    host_bound_spread_pct or more is bound by the host's speed, which differs between two processes (at least
+    host_bound_resolution_pct)."""
     if method in timing.BATCHED_METHODS:
-        return cfg["batched_resolution_pct"]
-    return cfg["cpu_resolution_pct"] if method == "perf_counter" else cfg["timing_resolution_pct"]
+        resolution = cfg["batched_resolution_pct"]
+    else:
+        resolution = cfg["cpu_resolution_pct"] if method == "perf_counter" else cfg["timing_resolution_pct"]
+    if spread >= cfg["host_bound_spread_pct"]:
+        resolution = max(resolution, cfg["host_bound_resolution_pct"])
+    return resolution
+
+
+def spread_pct(samples: list) -> float:
+    """The samples' robust spread, in percent of their median: 1.4826 MADs (one SD for normal noise)."""
+    middle = statistics.median(samples)
+    return 100 * 1.4826 * median_abs_deviation(samples) / middle if middle > 0 else 0.0
 
 
 def median_abs_deviation(values: list) -> float:

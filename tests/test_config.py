@@ -41,6 +41,8 @@ def test_unknown_key_suggests_the_right_one(tmp_path):
     ("problem_tolerances: {sigmoid: {tol: 1}}\n", "Bad tolerance"),
     ("max_rounds: 1\n", "max_rounds must be >= min_rounds"),
     ("batched_resolution_pct: 12\n", "batched_resolution_pct must be at least 0 and under 10"),
+    ("host_bound_resolution_pct: 10\n", "host_bound_resolution_pct must be at least 0 and under 10"),
+    ("host_bound_spread_pct: 0\n", "host_bound_spread_pct must be positive"),
     ("- a\n- b\n", "must hold a mapping"),
     ("a: [\n", "not valid YAML"),
 ])
