@@ -7,7 +7,7 @@ each call, so that the call's intermediates land elsewhere; host_ms is the time 
 launches take as long as its GPU time is bound by the host).
 
     python3 bench/placement_probe.py PROBLEM_FILE [--copies 4] [--rounds 30] [--slack-mb 0] [--models] [--pad-mb 0]
-                                     [--set NAME=VALUE ...]
+                                     [--fixed-pad] [--lead-us 100] [--set NAME=VALUE ...]
 """
 from __future__ import annotations
 
@@ -40,15 +40,20 @@ def main() -> None:
     parser.add_argument("--models", action="store_true", help="each copy with its own copy of the model's weights")
     parser.add_argument("--pad-mb", type=int, default=0,
                         help="hold an allocation of a random size up to this during each call (moves intermediates)")
+    parser.add_argument("--fixed-pad", action="store_true",
+                        help="each copy's pad keeps one random size for the whole run (as a process's allocation history)")
+    parser.add_argument("--lead-us", type=int, default=100,
+                        help="GPU spin before each call's start event (long enough, the host queues the whole call first)")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="override a size constant of the problem (as run.py --set)")
     args = parser.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False  # as the harness's workers
     problem = load(args.problem)
     for item in args.set:
         name, value = item.split("=", 1)
         setattr(problem, name, ast.literal_eval(value))
     torch.manual_seed(42)
-    model = problem.Model(*problem.get_init_inputs()).cuda()
+    model = problem.Model(*problem.get_init_inputs()).cuda().eval()  # as the harness times it
     torch.manual_seed(0)
     inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in problem.get_inputs()]
     slack = args.slack_mb << 20
@@ -57,6 +62,7 @@ def main() -> None:
     slabs = [[torch.empty(x.numel() * x.element_size() + slack, dtype=torch.uint8, device="cuda")
               if isinstance(x, torch.Tensor) else None for x in inputs + [w.data for w in ws]] for ws in weights]
     rng = random.Random(1)
+    fixed_pads = [rng.randrange(0, (args.pad_mb << 20) + 1, 4096) for _ in range(args.copies)]
 
     def placed(slab, x):
         """x's contents at a random 4 KiB-aligned offset in slab."""
@@ -84,11 +90,11 @@ def main() -> None:
             if slack:
                 copies = [place(i) for i in range(args.copies)]
             for i in order:
-                pad = torch.empty(rng.randrange(0, (args.pad_mb << 20) + 1, 4096), dtype=torch.uint8, device="cuda") \
-                    if args.pad_mb else None
+                size = fixed_pads[i] if args.fixed_pad else rng.randrange(0, (args.pad_mb << 20) + 1, 4096)
+                pad = torch.empty(size, dtype=torch.uint8, device="cuda") if args.pad_mb else None
                 flush.add_(1)
                 torch.cuda.synchronize()
-                torch.cuda._sleep(200_000)
+                torch.cuda._sleep(args.lead_us * 2000)
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 start.record()
                 launched = time.perf_counter()
@@ -101,7 +107,7 @@ def main() -> None:
     medians = [statistics.median(t) for t in times]
     base = medians[0]
     print(json.dumps({"problem": args.problem.split("/")[-1], "sizes": args.set, "slack_mb": args.slack_mb,
-                      "models": args.models, "pad_mb": args.pad_mb, "host_ms": round(statistics.median(host), 4),
+                      "models": args.models, "pad_mb": args.pad_mb, "fixed_pad": args.fixed_pad, "lead_us": args.lead_us, "host_ms": round(statistics.median(host), 4),
                       "spread_pct": round(100 * statistics.median(statistics.pstdev(t) / statistics.median(t)
                                                                   for t in times), 2),
                       "median_ms": [round(m, 4) for m in medians],

@@ -146,8 +146,8 @@ def check_relations(config: dict) -> None:
             raise ConfigError(f"{key} must be at least 0 and under 10")
     if config["host_bound_spread_pct"] <= 0:
         raise ConfigError("host_bound_spread_pct must be positive")
-    if not 0 <= config["launch_lead_us"] <= 2000:
-        raise ConfigError("launch_lead_us must be from 0 to 2000")
+    if not 0 <= config["launch_lead_us"] <= 100000:
+        raise ConfigError("launch_lead_us must be from 0 to 100000")
     if config["judges_ahead"] < 0:
         raise ConfigError("judges_ahead must be 0 or more")
     if config["precision"] not in PRECISIONS:
