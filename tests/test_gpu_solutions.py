@@ -9,6 +9,7 @@ import torch.nn.functional as F
 
 from support import ROOT
 from harness import builds
+from harness.worker import lock_build_dir
 
 pytestmark = pytest.mark.gpu
 
@@ -23,13 +24,19 @@ def import_file(path: str):
 
 def load_candidate(path: str):
     """Import a solution file (building its extension) and return its module. It is built where a run of the
-    harness builds it (the same build cache folder and architecture), so either reuses the other's build."""
+    harness builds it (the same build cache folder and architecture), so either reuses the other's build, under the
+    harness's build lock, which clears the lock files of a build killed earlier (a timed-out test run's: the next run
+    waited on them for ever, on the H100 at 76f5459)."""
     major, minor = torch.cuda.get_device_capability()
     os.environ.setdefault("TORCH_CUDA_ARCH_LIST", f"{major}.{minor}")  # build for this GPU only: faster
     root = builds.toolchain_root(ROOT / ".cache" / "builds", torch.__version__, torch.version.cuda,
                                  torch.cuda.get_device_name())
     os.environ["TORCH_EXTENSIONS_DIR"] = str(builds.source_folder(root, (ROOT / path).read_text()))
-    return import_file(path)
+    lock = lock_build_dir()
+    try:
+        return import_file(path)
+    finally:
+        os.close(lock)
 
 
 def special_values(dtype):
