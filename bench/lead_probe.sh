@@ -5,7 +5,9 @@
 # Runs the problems against themselves (bench/kernelbench_aa.py) once per lead; results in $OUT/NAME.tgz, log
 # $OUT/NAME.log.
 name=$1; seconds=$2; shift 2
-leads=(); while [ "$1" != "--" ]; do leads+=("$1"); shift; done; shift
+leads=(); while [ $# -gt 0 ] && [ "$1" != "--" ]; do leads+=("$1"); shift; done
+[ "$1" = "--" ] && [ $# -gt 1 ] && [ ${#leads[@]} -gt 0 ] || { echo "usage: $0 NAME SECONDS_EACH LEAD_US... -- PROBLEM..." >&2; exit 2; }
+shift
 export PYTHONUNBUFFERED=1
 work=".probe-$name"; rm -rf "$work"; mkdir -p "$work"
 {

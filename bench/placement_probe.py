@@ -107,7 +107,8 @@ def main() -> None:
     medians = [statistics.median(t) for t in times]
     base = medians[0]
     print(json.dumps({"problem": args.problem.split("/")[-1], "sizes": args.set, "slack_mb": args.slack_mb,
-                      "models": args.models, "pad_mb": args.pad_mb, "fixed_pad": args.fixed_pad, "lead_us": args.lead_us, "host_ms": round(statistics.median(host), 4),
+                      "models": args.models, "pad_mb": args.pad_mb, "fixed_pad": args.fixed_pad, "lead_us": args.lead_us,
+                      "host_ms": round(statistics.median(host), 4),
                       "spread_pct": round(100 * statistics.median(statistics.pstdev(t) / statistics.median(t)
                                                                   for t in times), 2),
                       "median_ms": [round(m, 4) for m in medians],
