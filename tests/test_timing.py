@@ -193,11 +193,14 @@ def test_a_candidate_timed_in_single_windows_takes_as_many_a_sample_as_the_refer
     assert pair.calls[1] == ("new", {"allow_graph": True, "windows": None})
 
 
+RESOLUTIONS = {"timing_resolution_pct": 0.5, "batched_resolution_pct": 1.0, "cpu_resolution_pct": 2.0,
+               "host_bound_resolution_pct": 1.5, "host_bound_spread_pct": 8.0}
+
+
 def test_graph_timed_and_cpu_pairs_take_resolutions_of_their_own():
     from harness.judge_timing import resolution_pct
 
-    cfg = {"timing_resolution_pct": 0.5, "batched_resolution_pct": 1.0, "cpu_resolution_pct": 2.0,
-           "host_bound_resolution_pct": 1.5, "host_bound_spread_pct": 8.0}
+    cfg = RESOLUTIONS
     assert resolution_pct(cfg, "cuda_graph") == resolution_pct(cfg, "batched_events") == 1.0
     assert resolution_pct(cfg, "cuda_event") == 0.5 and resolution_pct(cfg, "perf_counter") == 2.0
 
@@ -270,8 +273,7 @@ def test_each_sides_window_follows_its_own_copy_of_the_rounds_inputs():
 def test_a_pair_bound_by_the_host_takes_the_host_bound_resolution():
     from harness.judge_timing import resolution_pct, spread_pct
 
-    cfg = {"timing_resolution_pct": 0.5, "batched_resolution_pct": 1.0, "cpu_resolution_pct": 2.0,
-           "host_bound_resolution_pct": 1.5, "host_bound_spread_pct": 8.0}
+    cfg = RESOLUTIONS
     steady, launch_bound = [1.0, 1.01, 0.99, 1.0, 1.02], [3.0, 3.6, 2.7, 3.1, 4.2, 2.9]
     assert spread_pct(steady) < 8.0 <= spread_pct(launch_bound)
     assert resolution_pct(cfg, "cuda_event", spread_pct(steady)) == 0.5
