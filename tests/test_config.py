@@ -56,7 +56,7 @@ def test_bad_values_are_config_errors(tmp_path, text, message):
 
 def test_a_lead_that_covers_a_networks_launches_is_accepted(tmp_path):
     path = tmp_path / "c.yaml"
-    path.write_text("launch_lead_us: 30000\n")  # bench/lead_probe.sh: level3 networks timed by the GPU's work alone
+    path.write_text("launch_lead_us: 30000\n")  # bench/config_probe.sh: level3 networks timed by the GPU's work alone
     assert build_config(str(path))["launch_lead_us"] == 30000
 
 
