@@ -18,9 +18,10 @@ from pathlib import Path
 import torch
 from torch.utils.flop_counter import FlopCounterMode  # imported ahead of the pair: it takes a while
 
-from harness import channel, check, clocks, handover, inputs as inputs_mod, roofline, timing
+from harness import channel, check, clocks, handover, inputs as inputs_mod, problem_info, roofline, timing
 from harness.builds import build_failure, candidate_build_env
 from harness.config import PRECISIONS, tolerance_for
+from harness.discover import module_constants
 from harness.judge_timing import PairTiming, release_cached_memory
 from harness.load import load_module
 from harness.records import Result, Status, Verdict, failure, one_line
@@ -32,6 +33,11 @@ NONDETERMINISM_RATIO = 4.0  # run-to-run spread beyond this many times the refer
 # cuDNN's atomic adds, which one process's choice of algorithm may have and another's not) is no finding. On the H100,
 # KernelBench's 93_ConvTranspose2d_Add_Min_GELU_Multiply against itself was flagged for two runs 2.4e-7 apart.
 NONDETERMINISM_SHARE = 0.01
+# A CPU pair holds its inputs and the reference's output several times over: the judge's, copies for both workers,
+# their outputs, a timing round's inputs. Measured on the 2-core CPU machine (sigmoid, 0.375 and 1.125 GiB a tensor):
+# the whole run's memory grew by 3.8 GiB for each GiB of inputs plus output. Pairs needing over this many times
+# their size are skipped up front (check_host_memory): they cannot fit.
+HOST_MEMORY_FACTOR = 3
 OUT_OF_MEMORY = re.compile(r"OutOfMemoryError|out of memory", re.I)
 # Messages that mean "this needs a GPU", not "this is broken", when running on the CPU.
 NO_CUDA = re.compile(r"not compiled with CUDA|CUDA_HOME|no CUDA GPUs|NVIDIA driver|cuda_runtime|nvcc|"
@@ -110,6 +116,30 @@ class PairJudge:
                 return self.truth_model(*check.as_float64(inputs))
         except Exception:  # a model that pins its own dtypes has no float64 form: no truth then
             return None
+
+    def check_host_memory(self) -> None:
+        """On the CPU, a pair that cannot fit in the host's memory is skipped here, with the figures. Left to run, it
+        is ended a minute later by the out-of-memory killer (full-size sigmoid, 6 GiB a tensor, on a 23 GiB machine),
+        which may take another of the user's processes first."""
+        if self.device.type != "cpu":
+            return
+        try:
+            inputs, out = problem_info.call_on_meta(self.problem)
+        except Exception:  # a problem that cannot run on the meta device is run as it is
+            return
+        if self.dtype is not None:
+            inputs = [x.to(self.dtype) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
+        input_bytes, output_bytes = inputs_mod.nbytes(inputs), inputs_mod.nbytes(out)
+        need, available = HOST_MEMORY_FACTOR * (input_bytes + output_bytes), free_memory(self.device)
+        if need <= available:
+            return
+        constants = module_constants(self.problem_source)
+        constants.update({name: value for name, value in self.job["overrides"].items() if name in constants})
+        sizes = ", ".join(f"{name}={value}" for name, value in constants.items()
+                          if isinstance(value, int) and not isinstance(value, bool))
+        raise Verdict(Status.SKIPPED, f"needs over {gib(need)} of memory (inputs {gib(input_bytes)}, output "
+                                      f"{gib(output_bytes)}, each held {HOST_MEMORY_FACTOR} times over or more), {gib(available)} available here: "
+                                      f"shrink the problem with --set" + (f" (its sizes: {sizes})" if sizes else ""))
 
     # -- the candidate side ------------------------------------------------------------------------
 
@@ -339,6 +369,7 @@ class PairJudge:
         try:
             with self.phase("reference"):
                 self.load_reference()
+                self.check_host_memory()
             with self.phase("workers"):
                 self.start_workers()
             with self.phase("correctness"):
@@ -400,6 +431,10 @@ def model_tensors(model) -> list:
 def param_bytes(model) -> int:
     """Bytes of a model's parameters and buffers (the weights a kernel must read)."""
     return sum(t.numel() * t.element_size() for t in model_tensors(model))
+
+
+def gib(size: int) -> str:
+    return f"{size / 2**30:.1f} GiB"
 
 
 def free_memory(device: torch.device) -> int:

@@ -155,3 +155,18 @@ def test_a_warm_up_that_fails_in_the_judge_still_reads_each_workers_word(monkeyp
     workers = (Worker(), Worker())
     judge.warm_up("cuda:0", workers)
     assert [w.calls for w in workers] == [["start", "finish"], ["start", "finish"]]
+
+
+def test_a_pair_too_large_for_the_hosts_memory_is_skipped_up_front(tmp_path):
+    """On the CPU, 4 TiB of input (sized on the meta device, never allocated): skipped with the figures and the
+    problem's size constants, before any worker runs, instead of a judge ended by the out-of-memory killer."""
+    proc = run_cli("--problem", str(FIXTURES / "problems" / "fx_relu.py"), "--solution",
+                   str(FIXTURES / "solutions" / "fx_relu" / "correct_torch.py"), "--device", "cpu", "--config",
+                   str(FAST_CONFIG), "--out", str(tmp_path / "run"), "--set", "batch_size=1048576",
+                   "--set", "dim=1048576")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (record,) = map(json.loads, (tmp_path / "run" / "results.jsonl").read_text().splitlines())
+    assert record["status"] == "skipped", record
+    assert "needs over 24576.0 GiB of memory (inputs 4096.0 GiB, output 4096.0 GiB" in record["error"], record["error"]
+    assert "(its sizes: batch_size=1048576, dim=1048576)" in record["error"]
+    assert "workers" not in (record["phases_s"] or {})  # ended before the workers were given anything
