@@ -124,11 +124,9 @@ class PairJudge:
         if self.device.type != "cpu":
             return
         try:
-            inputs, out = problem_info.call_on_meta(self.problem)
+            inputs, out = problem_info.call_on_meta(self.problem, dtype=self.dtype)
         except Exception:  # a problem that cannot run on the meta device is run as it is
             return
-        if self.dtype is not None:
-            inputs = [x.to(self.dtype) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
         input_bytes, output_bytes = inputs_mod.nbytes(inputs), inputs_mod.nbytes(out)
         need, available = HOST_MEMORY_FACTOR * (input_bytes + output_bytes), free_memory(self.device)
         if need <= available:
@@ -138,8 +136,9 @@ class PairJudge:
         sizes = ", ".join(f"{name}={value}" for name, value in constants.items()
                           if isinstance(value, int) and not isinstance(value, bool))
         raise Verdict(Status.SKIPPED, f"needs over {gib(need)} of memory (inputs {gib(input_bytes)}, output "
-                                      f"{gib(output_bytes)}, each held {HOST_MEMORY_FACTOR} times over or more), {gib(available)} available here: "
-                                      f"shrink the problem with --set" + (f" (its sizes: {sizes})" if sizes else ""))
+                                      f"{gib(output_bytes)}, each held {HOST_MEMORY_FACTOR} times over or more), "
+                                      f"{gib(available)} available here: shrink the problem with --set"
+                                      + (f" (its sizes: {sizes})" if sizes else ""))
 
     # -- the candidate side ------------------------------------------------------------------------
 
@@ -434,6 +433,7 @@ def param_bytes(model) -> int:
 
 
 def gib(size: int) -> str:
+    """Bytes as GiB, for messages."""
     return f"{size / 2**30:.1f} GiB"
 
 

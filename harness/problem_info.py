@@ -25,11 +25,15 @@ def describe(path: Path, overrides: dict) -> dict:
         return {"error": f"{type(exc).__name__}: {exc}"[:200]}
 
 
-def call_on_meta(module, mode=None) -> tuple[list, object]:
+def call_on_meta(module, mode=None, dtype=None) -> tuple[list, object]:
     """The problem's inputs and its Model's output for them, as meta tensors (shapes and dtypes, no data); `mode`
-    (a FlopCounterMode, say) is entered around the call. Raises what the problem raises there."""
+    (a FlopCounterMode, say) is entered around the call; dtype (--precision) casts float inputs and the weights.
+    Raises what the problem raises there."""
     with torch.device("meta"):
         inputs = list(module.get_inputs())
         model = module.Model(*init_inputs(module))
+        if dtype is not None:
+            inputs = [x.to(dtype) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
+            model = model.to(dtype) if isinstance(model, torch.nn.Module) else model
         with mode or contextlib.nullcontext(), torch.no_grad():
             return inputs, model(*inputs)

@@ -170,3 +170,20 @@ def test_a_pair_too_large_for_the_hosts_memory_is_skipped_up_front(tmp_path):
     assert "needs over 24576.0 GiB of memory (inputs 4096.0 GiB, output 4096.0 GiB" in record["error"], record["error"]
     assert "(its sizes: batch_size=1048576, dim=1048576)" in record["error"]
     assert "workers" not in (record["phases_s"] or {})  # ended before the workers were given anything
+
+
+def test_a_problem_is_sized_on_the_meta_device_in_the_runs_precision():
+    from pathlib import Path
+
+    import torch
+
+    from harness.inputs import nbytes
+    from harness.load import load_module
+    from harness.problem_info import call_on_meta
+
+    path = FIXTURES / "problems" / "fx_relu.py"
+    module = load_module(Path(path).read_text(), path, "sized_module", {"batch_size": 1 << 20})
+    inputs, out = call_on_meta(module)
+    assert out.device.type == "meta" and nbytes(inputs) == nbytes(out) == (1 << 20) * 256 * 4
+    inputs, out = call_on_meta(module, dtype=torch.float16)
+    assert nbytes(inputs) == nbytes(out) == (1 << 20) * 256 * 2
