@@ -237,7 +237,7 @@ def module_constants(source: str) -> dict[str, Any]:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             try:
                 constants[node.targets[0].id] = ast.literal_eval(node.value)
-            except ValueError:
+            except (ValueError, TypeError, SyntaxError, RecursionError):  # not a literal ({[1]: 2} raises TypeError)
                 constants[node.targets[0].id] = None
     return constants
 

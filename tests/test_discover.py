@@ -76,6 +76,7 @@ def test_each_seed_extracts_to_its_committed_candidate(seed, candidate):
 def test_module_constants_and_set_parsing():
     constants = discover.module_constants((ROOT / "problems" / "sigmoid.py").read_text())
     assert constants == {"batch_size": 4096, "dim": 393216}
+    assert discover.module_constants("a = {[1]: 2}\nb = 3\nc = f()\n") == {"a": None, "b": 3, "c": None}
     assert discover.parse_set(["batch_size=32", "shape=(1, 2)", "flag=True"]) == {
         "batch_size": 32, "shape": (1, 2), "flag": True}
 
