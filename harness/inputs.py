@@ -43,8 +43,13 @@ def make_inputs(module, seed: int, device: torch.device, wide_scale: Optional[fl
         if wide_scale is not None:
             inputs = [widen(x, wide_scale) for x in inputs]
         if dtype is not None:
-            inputs = [x.to(dtype) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
+            inputs = cast_floats(inputs, dtype)
     return inputs
+
+
+def cast_floats(values: list, dtype: torch.dtype) -> list:
+    """Float tensors cast to dtype (--precision); other values as they are."""
+    return [x.to(dtype) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in values]
 
 
 def widen(x, scale: float):

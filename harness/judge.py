@@ -228,8 +228,8 @@ class PairJudge:
         candidate, reference = held
         if candidate <= 2 * reference + 2**30:
             return None
-        return Verdict(Status.RUNTIME_ERROR, f"the candidate's worker held {candidate / 2**30:.1f} GiB of GPU memory "
-                                             f"(the reference's {reference / 2**30:.1f} GiB) when the reference side "
+        return Verdict(Status.RUNTIME_ERROR, f"the candidate's worker held {gib(candidate)} of GPU memory "
+                                             f"(the reference's {gib(reference)}) when the reference side "
                                              f"ran out of memory: {message}")
 
     # -- correctness -------------------------------------------------------------------------------

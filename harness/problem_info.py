@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from harness.inputs import init_inputs, nbytes
+from harness.inputs import cast_floats, init_inputs, nbytes
 from harness.load import load_module
 
 
@@ -33,7 +33,7 @@ def call_on_meta(module, mode=None, dtype=None) -> tuple[list, object]:
         inputs = list(module.get_inputs())
         model = module.Model(*init_inputs(module))
         if dtype is not None:
-            inputs = [x.to(dtype) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
+            inputs = cast_floats(inputs, dtype)
             model = model.to(dtype) if isinstance(model, torch.nn.Module) else model
         with mode or contextlib.nullcontext(), torch.no_grad():
             return inputs, model(*inputs)
