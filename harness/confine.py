@@ -7,7 +7,11 @@ loses, instead, what that user could do to the harness's other processes:
 - capabilities (when the harness runs as root): without CAP_SYS_PTRACE, a non-dumpable process's
   /proc/<pid>/mem, environ and fd are closed to it, as to any other process of the same user;
 - kill, tgkill, tkill, rt_(tg)sigqueueinfo to any process but itself or its own group, pidfd_send_signal,
-  ptrace, process_vm_readv/writev and pidfd_getfd: each fails with EPERM.
+  ptrace, process_vm_readv/writev and pidfd_getfd: each fails with EPERM;
+- the calls that change another process's scheduling, limits or memory placement (affinity, nice, policy,
+  I/O priority, prlimit, page migration): allowed on this process only. A process of the same user may renice
+  or re-pin another one without reading it: a candidate that put the reference's worker on one CPU at nice 19
+  came out 1.67x on the 2-core CPU, run as a user without root (as root, the capability check refused it).
 A filter cannot be removed, and every child and thread of the process inherits it. Imports nothing heavy.
 """
 from __future__ import annotations
@@ -30,14 +34,27 @@ FILTER = "seccomp signal/trace filter"  # the protection's name in reports
 SYSCALLS = {
     "x86_64": (0xC000003E, {"kill": 62, "tkill": 200, "tgkill": 234, "rt_sigqueueinfo": 129, "rt_tgsigqueueinfo": 297,
                             "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311,
-                            "pidfd_send_signal": 424, "pidfd_getfd": 438, "seccomp": 317, "capset": 126}),
+                            "pidfd_send_signal": 424, "pidfd_getfd": 438, "seccomp": 317, "capset": 126,
+                            "setpriority": 141, "sched_setparam": 142, "sched_setscheduler": 144,
+                            "sched_setaffinity": 203, "ioprio_set": 251, "migrate_pages": 256, "move_pages": 279,
+                            "prlimit64": 302, "sched_setattr": 314}),
     "aarch64": (0xC00000B7, {"kill": 129, "tkill": 130, "tgkill": 131, "rt_sigqueueinfo": 138, "rt_tgsigqueueinfo": 240,
                              "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271,
-                             "pidfd_send_signal": 424, "pidfd_getfd": 438, "seccomp": 277, "capset": 91}),
+                             "pidfd_send_signal": 424, "pidfd_getfd": 438, "seccomp": 277, "capset": 91,
+                             "setpriority": 140, "sched_setparam": 118, "sched_setscheduler": 119,
+                             "sched_setaffinity": 122, "ioprio_set": 30, "migrate_pages": 238, "move_pages": 239,
+                             "prlimit64": 261, "sched_setattr": 274}),
 }
 DENIED = ("ptrace", "process_vm_readv", "process_vm_writev", "pidfd_send_signal", "pidfd_getfd")
 # Signal calls allowed when their target (argument 0) is this process (or, for kill, its group: 0 or -pid).
 SELF_TARGETED = ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
+# Calls that act on the process named by argument 0 (0: the caller), allowed on this process only. Its other
+# threads are refused too (a filter cannot tell their ids from another process's): it only slows itself.
+OWN_PROCESS_ONLY = ("sched_setparam", "sched_setscheduler", "sched_setaffinity", "sched_setattr", "prlimit64",
+                    "migrate_pages", "move_pages")
+# setpriority(which, who, nice) and ioprio_set(which, who, prio): `which` a process or a process group (the
+# worker leads its own), `who` 0 or this process; never every process of the user.
+PRIO_PROCESS, PRIO_PGRP, IOPRIO_WHO_PROCESS, IOPRIO_WHO_PGRP = 0, 1, 1, 2
 
 
 def confine() -> dict:
@@ -82,38 +99,71 @@ def install_filter(own_pid: int):
     return None
 
 
-# Classic BPF: (code, jump if true, jump if false, k). seccomp_data: nr at 0, arch at 4, args at 16 + 8 i.
+# Classic BPF: (code, jump if true, jump if false, k). seccomp_data: nr at 0, arch at 4, args at 16 + 8 i (their low
+# 32 bits: a pid's, and -pid's as kill takes it).
 LD_W_ABS, JEQ_K, JGE_K, RET_K = 0x20, 0x15, 0x35, 0x06
+ARG = [16 + 8 * i for i in range(3)]
 
 
 def filter_program(audit_arch: int, numbers: dict, own_pid: int, x86: bool) -> list:
     """The filter as BPF instructions: foreign architectures and x32 calls denied; the calls in DENIED denied;
-    those in SELF_TARGETED allowed only on this process (kill also on its group and with signal 0)."""
+    those in SELF_TARGETED and OWN_PROCESS_ONLY allowed only on this process (kill also on its group and with
+    signal 0), setpriority and ioprio_set only on this process or its group."""
     own, group = own_pid & 0xFFFFFFFF, (-own_pid) & 0xFFFFFFFF
-    body = []
-    emit = body.append
-    emit((LD_W_ABS, 0, 0, 4))
-    emit((JEQ_K, 1, 0, audit_arch))
-    emit((RET_K, 0, 0, RET_EPERM))
-    emit((LD_W_ABS, 0, 0, 0))
+    body = [(LD_W_ABS, 0, 0, 4), (JEQ_K, 1, 0, audit_arch), (RET_K, 0, 0, RET_EPERM), (LD_W_ABS, 0, 0, 0)]
     if x86:
-        emit((JGE_K, 0, 1, X32_BIT))
-        emit((RET_K, 0, 0, RET_EPERM))
+        body += [(JGE_K, 0, 1, X32_BIT), (RET_K, 0, 0, RET_EPERM)]
     for name in DENIED:
-        emit((JEQ_K, 0, 1, numbers[name]))
-        emit((RET_K, 0, 0, RET_EPERM))
+        body += [(JEQ_K, 0, 1, numbers[name]), (RET_K, 0, 0, RET_EPERM)]
     for name in SELF_TARGETED:
-        checks = [(16, own)] + ([(16, 0), (16, group), (24, 0)] if name == "kill" else [])
-        n = len(checks)  # the block: this call's test, n (load, compare) pairs, deny, allow
-        emit((JEQ_K, 0, 2 * n + 2, numbers[name]))  # another call: jump past the block
-        for j, (offset, value) in enumerate(checks):
-            emit((LD_W_ABS, 0, 0, offset))
-            emit((JEQ_K, 2 * (n - j) - 1, 0, value))  # a match: jump to allow
-        emit((RET_K, 0, 0, RET_EPERM))
-        emit((RET_K, 0, 0, RET_ALLOW))
-        emit((LD_W_ABS, 0, 0, 0))  # the next block reads the call number again
-    emit((RET_K, 0, 0, RET_ALLOW))
-    return body
+        if name == "kill":
+            body += allow_only_if(numbers[name], [(ARG[0], [own, 0, group])], [(ARG[1], [0])])
+        else:
+            body += allow_only_if(numbers[name], [(ARG[0], [own])])
+    for name in OWN_PROCESS_ONLY:
+        body += allow_only_if(numbers[name], [(ARG[0], [0, own])])
+    body += allow_only_if(numbers["setpriority"], [(ARG[0], [PRIO_PROCESS, PRIO_PGRP]), (ARG[1], [0, own])])
+    body += allow_only_if(numbers["ioprio_set"], [(ARG[0], [IOPRIO_WHO_PROCESS, IOPRIO_WHO_PGRP]), (ARG[1], [0, own])])
+    return assemble(body + [(RET_K, 0, 0, RET_ALLOW)])
+
+
+def allow_only_if(number: int, *alternatives: list) -> list:
+    """The filter's block for one call (its number in the accumulator): allowed when one of the alternatives
+    holds, each a list of conditions (argument offset, allowed values) that must all hold; denied otherwise.
+    Any other call goes past the block. Jumps name labels (resolved by `assemble`)."""
+    tag = f"call{number}"
+    block = [(JEQ_K, 0, f"{tag}.next", number)]
+    for a, conditions in enumerate(alternatives):
+        failed = f"{tag}.alternative{a + 1}" if a + 1 < len(alternatives) else f"{tag}.deny"
+        for c, (offset, values) in enumerate(conditions):
+            passed = f"{tag}.alternative{a}.condition{c + 1}" if c + 1 < len(conditions) else f"{tag}.allow"
+            block.append((LD_W_ABS, 0, 0, offset))
+            block += [(JEQ_K, passed, failed if v == len(values) - 1 else 0, value) for v, value in enumerate(values)]
+            if c + 1 < len(conditions):
+                block.append(passed)
+        if a + 1 < len(alternatives):
+            block.append(failed)
+    return block + [f"{tag}.deny", (RET_K, 0, 0, RET_EPERM), f"{tag}.allow", (RET_K, 0, 0, RET_ALLOW),
+                    f"{tag}.next", (LD_W_ABS, 0, 0, 0)]  # the next block reads the call number again
+
+
+def assemble(items: list) -> list:
+    """BPF instructions from a list of instructions and labels (strings, each marking the next instruction):
+    a jump that names a label becomes the number of instructions to skip."""
+    where, index = {}, 0
+    for item in items:
+        if isinstance(item, str):
+            where[item] = index
+        else:
+            index += 1
+    program = []
+    for item in (i for i in items if not isinstance(i, str)):
+        here = len(program) + 1  # jumps count from the next instruction
+        code, true, false, k = item
+        true, false = (where[j] - here if isinstance(j, str) else j for j in (true, false))
+        assert 0 <= true < 256 and 0 <= false < 256, item
+        program.append((code, true, false, k))
+    return program
 
 
 def probe() -> dict:

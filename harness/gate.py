@@ -47,7 +47,7 @@ def gate_failures(results: list[Result], min_speedup: Optional[float] = None,
     """{(problem, candidate): reason} for every pair that fails the gate.
 
     A pair fails when it is not correct, when its speedup is one the judge's own clock contradicts
-    (timer_tampering) or that other processes' GPU work disturbed (interference), when its speed is asked for
+    (timer_tampering) or that other processes disturbed (interference), when its speed is asked for
     (min_speedup, or a baseline row) but its timing was noisy (noisy_timing: no speedup claimed), when its speedup
     is under min_speedup, or when it is slower than its baseline speedup beyond both confidence intervals (its
     CI's high end under the baseline's low end). A harness_error is the run's failure, not the candidate's: see
@@ -63,7 +63,8 @@ def gate_failures(results: list[Result], min_speedup: Optional[float] = None,
         elif "timer_tampering" in r.flags:
             failures[key] = "timer_tampering: its reported times disagree with the judge's own clock"
         elif "interference" in r.flags:
-            failures[key] = "interference: another process used the GPU around its timed windows"
+            failures[key] = ("interference: another process used the GPU around its timed windows, or the "
+                             "reference's worker was rescheduled (the judge's log says which)")
         elif "noisy_timing" in r.flags and (min_speedup is not None or (baseline and key in baseline)):
             failures[key] = "noisy_timing: the host gave no stable timing, so no speedup is claimed"
         elif min_speedup is not None and (r.speedup or 0.0) < min_speedup:

@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 from torch.utils.flop_counter import FlopCounterMode  # imported ahead of the pair: it takes a while
 
-from harness import channel, check, clocks, handover, inputs as inputs_mod, problem_info, roofline, timing
+from harness import channel, check, clocks, handover, inputs as inputs_mod, problem_info, procs, roofline, timing
 from harness.builds import build_failure, candidate_build_env
 from harness.config import PRECISIONS, tolerance_for
 from harness.discover import module_constants
@@ -58,6 +58,7 @@ class PairJudge:
                              device=str(self.device), gpu=gpu_name(self.device), precision=self.cfg["precision"])
         self.sandbox, self.ref_sandbox = workers  # the candidate's worker; the reference's timing worker
         self.helpers = helpers  # our own children that are no orphans (torch's shared-memory manager)
+        self.ref_scheduling = {}  # the reference's worker's threads' scheduling (procs.scheduling) before candidate code
         self.truth_model = None
         self.flops = self.bytes_moved = 0
         self.compute_dtype = torch.float32  # what the roofline's peaks are measured in
@@ -152,6 +153,8 @@ class PairJudge:
         if self.device.type == "cuda" and "TORCH_CUDA_ARCH_LIST" not in os.environ:
             major, minor = torch.cuda.get_device_capability(self.device)
             env["TORCH_CUDA_ARCH_LIST"] = f"{major}.{minor}"  # build for this GPU only: much faster
+        # The reference's worker as no candidate code has touched it: timing checks that it stays so (PairTiming).
+        self.ref_scheduling = procs.scheduling(self.ref_sandbox.proc.pid)
         # Only the candidate gets the build folders (and the lock, held until ModelNew is built).
         self.sandbox.greet(str(self.device), self.cfg["cold_cache"], {**env, **candidate_build_env(self.job["build_dir"])})
         with self.reference_side():

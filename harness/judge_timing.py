@@ -76,6 +76,10 @@ def timer_disagrees(ref: Requests, new: Requests, cold_cache: bool, flush_ms: fl
     return claimed_too_much or excess > TAMPER_SHARE * statistics.median(new.judged_ms) + TAMPER_SLACK_MS + jitter
 
 
+class ReferenceRescheduled(Exception):
+    """The reference's worker was rescheduled while its side was being timed: its times are not its own."""
+
+
 class PairTiming:
     """The timing phase of one pair, run by its PairJudge (its workers, inputs, reference and checks)."""
 
@@ -108,7 +112,11 @@ class PairTiming:
         moment, which the judges of two GPUs can share.)"""
         if self.device.type == "cuda" and self.cfg["workers_share_cpu"]:
             cpu = procs.cpu_for_gpu(self.device.index or 0)
-            procs.share_one_cpu([self.ref_sandbox.proc.pid, self.sandbox.proc.pid], cpu)
+            if procs.share_one_cpu([self.ref_sandbox.proc.pid, self.sandbox.proc.pid], cpu):
+                expected, pid = self.judge.ref_scheduling, self.ref_sandbox.proc.pid  # the reference's main thread's CPU
+                if pid in expected:  # is ours to change: what its threads started from now on inherit too
+                    nice, policy, _, cgroup = expected[pid]
+                    expected[pid] = (nice, policy, frozenset({cpu}), cgroup)
 
     def prepare_both_sides(self) -> None:
         """Give both workers timing inputs, let them choose their timing methods, and trace one call of each."""
@@ -186,11 +194,20 @@ class PairTiming:
             if index and rng.random() < TIMED_CHECK_SHARE:
                 self.check_timed_output(index - 1)
                 checked.append(index - 1)
+                self.check_reference_scheduling()
             self.make_round_inputs(index)
 
-        ref_ms, new_ms, tight = stats.alternate_rounds(ref_sample, new_sample, cfg, rng, before_round,
-                                                       round_kept=round_kept,
-                                                       calls_per_sample=self.result.ref_batch or 1)
+        try:
+            self.check_reference_scheduling()
+            ref_ms, new_ms, tight = stats.alternate_rounds(ref_sample, new_sample, cfg, rng, before_round,
+                                                           round_kept=round_kept,
+                                                           calls_per_sample=self.result.ref_batch or 1)
+            self.check_reference_scheduling()
+        except ReferenceRescheduled as exc:
+            print(f"no speedup: the reference's worker was rescheduled ({exc})", flush=True)
+            self.result.flags.append("interference")
+            self.result.timing_rounds = 0
+            return
         if probe:
             self.result.gpu_wait_ms = round(probe.waited_ms, 1)
         if (self.result.rounds_discarded or 0) >= cfg["interference_rounds"] or not ref_ms:
@@ -208,6 +225,15 @@ class PairTiming:
             self.result.flags.append("timer_tampering")
         if cfg["compile_baseline"]:
             self.time_compiled(self.round_inputs, judge_timer)
+
+    def check_reference_scheduling(self) -> None:
+        """Raise ReferenceRescheduled when the reference's worker no longer runs as it did before the candidate's code
+        did (its threads' nice, policy, CPUs, cgroup; the judge's own pinning allowed): a process of the same user
+        can slow it without signalling or reading it. The candidate's worker is refused such calls (harness.confine),
+        but not everywhere, and not a write to cgroup.procs."""
+        changes = procs.rescheduled(self.judge.ref_scheduling, procs.scheduling(self.ref_sandbox.proc.pid))
+        if changes:
+            raise ReferenceRescheduled("; ".join(changes[:3]) + (f"; {len(changes) - 3} more" if len(changes) > 3 else ""))
 
     def gpu_probe(self):
         """The probe of other processes' GPU work for this pair's windows, or None (CPU, turned off, or not

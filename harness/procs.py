@@ -121,6 +121,56 @@ def tree(roots) -> list[int]:
     return seen
 
 
+def scheduling(pid: int) -> dict[int, tuple]:
+    """{thread id: (nice, policy, CPUs allowed, cgroup)} of a process's threads: what another process of the same
+    user can change to slow it down without reading it (setpriority, sched_setaffinity, a write to cgroup.procs)."""
+    states = {}
+    for tid in os.listdir(f"/proc/{pid}/task") if os.path.isdir(f"/proc/{pid}/task") else []:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            states[int(tid)] = (int(fields[16]), int(fields[38]), frozenset(os.sched_getaffinity(int(tid))),
+                                task_cgroup(pid, tid))
+        except (OSError, IndexError, ValueError):  # a thread that ended meanwhile
+            pass
+    return states
+
+
+def task_cgroup(pid: int, tid) -> str:
+    """A thread's cgroups ('' on a kernel without them)."""
+    try:
+        with open(f"/proc/{pid}/task/{tid}/cgroup") as f:
+            return f.read()
+    except FileNotFoundError:
+        return ""
+
+
+def rescheduled(before: dict, now: dict) -> list[str]:
+    """How a process's threads' scheduling changed, in words: a thread that kept its id has another state, or a new
+    thread has a state none had before (a new one inherits its creator's: it is shown against the main thread's).
+    [] when unchanged; threads that ended are no change."""
+    if not before:  # /proc unreadable here: nothing to compare
+        return []
+    known, main = set(before.values()), before[min(before)]
+    changes = []
+    for tid, state in now.items():
+        if (tid in before and state != before[tid]) or (tid not in before and state not in known):
+            old = before.get(tid, main)
+            changes.append(("thread" if tid in before else "new thread") + f" {tid}: " + ", ".join(
+                f"{name} {show(was)} -> {show(value)}" for name, was, value in zip(SCHEDULING, old, state) if was != value))
+    return changes
+
+
+SCHEDULING = ("nice", "policy", "CPUs", "cgroup")  # the fields of a thread's state in `scheduling`
+
+
+def show(value) -> str:
+    """A scheduling field in a line: CPUs sorted, a cgroup's lines joined."""
+    if isinstance(value, frozenset):
+        return str(sorted(value))
+    return value.strip().replace("\n", "; ") if isinstance(value, str) else str(value)
+
+
 STOPPED_STATES = set("TtDZX")  # stopped, traced, in a kernel call it leaves stopped, or dead
 STOP_WAIT_S = 5.0
 

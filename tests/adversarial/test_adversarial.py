@@ -62,6 +62,7 @@ EXPECTED = {
     "signals_the_harness": ("correct", None, ["no_custom_kernel"]),
     "pulses_the_reference": ("correct", None, ["no_custom_kernel"]),
     "hogs_while_idle": ("correct", None, ["no_custom_kernel"]),
+    "slows_the_reference": ("correct", None, ["no_custom_kernel"]),  # no interference: every call refused
     # result reuse
     "caches_by_content": ("correct", None, []),
     "caches_by_pointer": ("incorrect", None, []),
@@ -147,6 +148,11 @@ def test_status_reason_and_flags(adversarial_run, solution):
 def test_a_content_cache_gains_nothing(adversarial_run):
     result = adversarial_run[1]["caches_by_content"]
     assert result["speedup"] < 0.8 and result["timed_outputs_checked"] >= 1
+
+
+def test_a_candidate_cannot_reschedule_the_reference(adversarial_run):
+    result = adversarial_run[1]["slows_the_reference"]  # its calls refused: nothing changed, a speedup measured
+    assert "interference" not in result["flags"] and result["speedup"] is not None
 
 
 def test_leftover_processes_are_killed(adversarial_run):

@@ -3,6 +3,7 @@ process of the candidate's runs. The reference problem logs the CLOCK_MONOTONIC 
 candidate's spinners (a thread, and an orphaned child in a session of its own) log when they ran."""
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -37,3 +38,21 @@ def test_no_candidate_process_runs_during_a_reference_call(tmp_path):
         assert len(stamps) > 20, spinner  # it did run (during its own requests)
         inside = [t for t in stamps for start, end in spans if start < t < end]
         assert not inside, f"the candidate's {spinner} ran during {len(inside)} reference call(s)"
+
+
+def test_a_reference_worker_rescheduled_during_timing_voids_the_speedup(tmp_path):
+    # What the seccomp filter cannot refuse (a write to cgroup.procs; a machine without the filter), shown by a
+    # reference that renices itself during its timing: the judge sees the change and claims no speedup.
+    out = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "run.py", "--problem", str(HERE / "problems" / "reniced_while_timed.py"),
+                           "--solution", str(HERE / "cpu" / "calls_the_reference_op.py"), "--device", "cpu",
+                           "--config", str(HERE / "adversarial.yaml"), "--out", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    result = json.loads((out / "results.jsonl").read_text())
+    assert result["status"] == "correct", result["error"]
+    assert "interference" in result["flags"] and result["speedup"] is None
+    judge_log = "".join(p.read_text() for p in (out / "logs").glob("*judge*"))
+    assert "the reference's worker was rescheduled" in judge_log
+    before, after = map(int, re.search(r"nice (-?\d+) -> (-?\d+)", judge_log).groups())
+    assert after == before + 5

@@ -16,7 +16,8 @@ pytestmark = pytest.mark.gpu
 HERE = Path(__file__).resolve().parent
 FULL_SIZE = ("--set", "batch_size=4096", "--set", "dim=393216")
 ATTACKS = [HERE / "cuda" / "hogs_the_gpu_while_idle.py", HERE / "cuda" / "hog_child_on_the_gpu.py",
-           HERE / "cpu" / "pulses_the_reference.py", HERE / "cpu" / "hogs_while_idle.py"]
+           HERE / "cpu" / "pulses_the_reference.py", HERE / "cpu" / "hogs_while_idle.py",
+           HERE / "cpu" / "slows_the_reference.py"]
 HONEST = [ROOT / "tests" / "fixtures" / "solutions" / "fx_relu" / "aa_reference.py",
           HERE / "cpu" / "calls_the_reference_op.py"]
 CAUGHT = {"interference", "timer_tampering"}
