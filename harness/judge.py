@@ -58,7 +58,9 @@ class PairJudge:
                              device=str(self.device), gpu=gpu_name(self.device), precision=self.cfg["precision"])
         self.sandbox, self.ref_sandbox = workers  # the candidate's worker; the reference's timing worker
         self.helpers = helpers  # our own children that are no orphans (torch's shared-memory manager)
-        self.ref_scheduling = {}  # the reference's worker's threads' scheduling (procs.scheduling) before candidate code
+        # The reference's worker's threads' scheduling (procs.scheduling) before candidate code ran, and the states a
+        # thread it starts may have (its creator's): PairTiming checks that neither changes but by the judge's hand.
+        self.ref_scheduling, self.ref_inherited = {}, set()
         self.truth_model = None
         self.flops = self.bytes_moved = 0
         self.compute_dtype = torch.float32  # what the roofline's peaks are measured in
@@ -155,6 +157,7 @@ class PairJudge:
             env["TORCH_CUDA_ARCH_LIST"] = f"{major}.{minor}"  # build for this GPU only: much faster
         # The reference's worker as no candidate code has touched it: timing checks that it stays so (PairTiming).
         self.ref_scheduling = procs.scheduling(self.ref_sandbox.proc.pid)
+        self.ref_inherited = set(self.ref_scheduling.values())
         # Only the candidate gets the build folders (and the lock, held until ModelNew is built).
         self.sandbox.greet(str(self.device), self.cfg["cold_cache"], {**env, **candidate_build_env(self.job["build_dir"])})
         with self.reference_side():

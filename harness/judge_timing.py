@@ -114,9 +114,10 @@ class PairTiming:
             cpu = procs.cpu_for_gpu(self.device.index or 0)
             if procs.share_one_cpu([self.ref_sandbox.proc.pid, self.sandbox.proc.pid], cpu):
                 expected, pid = self.judge.ref_scheduling, self.ref_sandbox.proc.pid  # the reference's main thread's CPU
-                if pid in expected:  # is ours to change: what its threads started from now on inherit too
+                if pid in expected:  # is ours to change, and threads it starts from now on inherit it
                     nice, policy, _, cgroup = expected[pid]
                     expected[pid] = (nice, policy, frozenset({cpu}), cgroup)
+                    self.judge.ref_inherited.add(expected[pid])
 
     def prepare_both_sides(self) -> None:
         """Give both workers timing inputs, let them choose their timing methods, and trace one call of each."""
@@ -231,7 +232,8 @@ class PairTiming:
         did (its threads' nice, policy, CPUs, cgroup; the judge's own pinning allowed): a process of the same user
         can slow it without signalling or reading it. The candidate's worker is refused such calls (harness.confine),
         but not everywhere, and not a write to cgroup.procs."""
-        changes = procs.rescheduled(self.judge.ref_scheduling, procs.scheduling(self.ref_sandbox.proc.pid))
+        changes = procs.rescheduled(self.judge.ref_scheduling, procs.scheduling(self.ref_sandbox.proc.pid),
+                                    self.judge.ref_inherited)
         if changes:
             raise ReferenceRescheduled("; ".join(changes[:3]) + (f"; {len(changes) - 3} more" if len(changes) > 3 else ""))
 

@@ -145,16 +145,16 @@ def task_cgroup(pid: int, tid) -> str:
         return ""
 
 
-def rescheduled(before: dict, now: dict) -> list[str]:
-    """How a process's threads' scheduling changed, in words: a thread that kept its id has another state, or a new
-    thread has a state none had before (a new one inherits its creator's: it is shown against the main thread's).
-    [] when unchanged; threads that ended are no change."""
+def rescheduled(before: dict, now: dict, inherited: set) -> list[str]:
+    """How a process's threads' scheduling changed, in words: a thread that kept its id has another state than
+    `before` gives it, or a new thread has a state not in `inherited` (a new one inherits its creator's: it is shown
+    against the main thread's). [] when unchanged; threads that ended are no change."""
     if not before:  # /proc unreadable here: nothing to compare
         return []
-    known, main = set(before.values()), before[min(before)]
+    main = before[min(before)]
     changes = []
     for tid, state in now.items():
-        if (tid in before and state != before[tid]) or (tid not in before and state not in known):
+        if (tid in before and state != before[tid]) or (tid not in before and state not in inherited):
             old = before.get(tid, main)
             changes.append(("thread" if tid in before else "new thread") + f" {tid}: " + ", ".join(
                 f"{name} {show(was)} -> {show(value)}" for name, was, value in zip(SCHEDULING, old, state) if was != value))

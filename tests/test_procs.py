@@ -83,3 +83,29 @@ def test_share_one_cpu_pins_processes_to_one_cpu():
     finally:
         child.kill()
         child.wait()
+
+
+def test_scheduling_changes_are_found_but_inherited_states_are_not():
+    """The reference worker's check (PairTiming.check_reference_scheduling): a thread reniced, re-pinned or moved is
+    a change; a new thread that starts from a state its creator had is none, nor is the judge's own pinning."""
+    everywhere, cgroup = frozenset({0, 1}), "0::/\n"
+    before = {10: (0, 0, everywhere, cgroup)}  # a forked worker: one thread
+    inherited = set(before.values())
+    before[10] = (0, 0, frozenset({1}), cgroup)  # the judge pins its main thread (share_one_cpu) ...
+    inherited.add(before[10])  # ... which threads it starts from then on inherit
+    unchanged = {10: before[10], 11: (0, 0, everywhere, cgroup), 12: (0, 0, frozenset({1}), cgroup)}
+    assert procs.rescheduled(before, unchanged, inherited) == []
+    assert procs.rescheduled(before, {10: (5, 0, frozenset({1}), cgroup)}, inherited) == ["thread 10: nice 0 -> 5"]
+    assert procs.rescheduled(before, {10: before[10], 13: (19, 5, frozenset({0}), cgroup)}, inherited) == [
+        "new thread 13: nice 0 -> 19, policy 0 -> 5, CPUs [1] -> [0]"]
+    assert procs.rescheduled(before, {10: (0, 0, frozenset({1}), "0::/slow\n")}, inherited) == [
+        "thread 10: cgroup 0::/ -> 0::/slow"]
+    assert procs.rescheduled({}, unchanged, set()) == []  # nothing read before: nothing to compare
+
+
+def test_a_process_scheduling_is_read_for_each_thread():
+    states = procs.scheduling(os.getpid())
+    assert os.getpid() in states
+    nice, policy, cpus, _ = states[os.getpid()]
+    assert nice == os.getpriority(os.PRIO_PROCESS, 0) and policy == os.sched_getscheduler(0)
+    assert cpus == frozenset(os.sched_getaffinity(0))
