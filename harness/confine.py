@@ -28,7 +28,7 @@ PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL =
 SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC = 1, 1
 RET_ALLOW, RET_EPERM = 0x7FFF0000, 0x00050000 | errno.EPERM
 X32_BIT = 0x40000000
-FILTER = "seccomp signal/trace filter"  # the protection's name in reports
+FILTER = "seccomp filter (signals, tracing, scheduling of other processes)"  # the protection's name in reports
 
 # Syscall numbers per architecture: (audit arch, {name: number}).
 SYSCALLS = {
