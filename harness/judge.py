@@ -61,6 +61,7 @@ class PairJudge:
         # The reference's worker's threads' scheduling (procs.scheduling) before candidate code ran, and the states a
         # thread it starts may have (its creator's): PairTiming checks that neither changes but by the judge's hand.
         self.ref_scheduling, self.ref_inherited = {}, set()
+        self.ref_limits = {}  # the cgroup limits on the reference's worker (procs.cgroup_limits), read then too
         self.truth_model = None
         self.flops = self.bytes_moved = 0
         self.compute_dtype = torch.float32  # what the roofline's peaks are measured in
@@ -158,6 +159,7 @@ class PairJudge:
         # The reference's worker as no candidate code has touched it: timing checks that it stays so (PairTiming).
         self.ref_scheduling = procs.scheduling(self.ref_sandbox.proc.pid)
         self.ref_inherited = set(self.ref_scheduling.values())
+        self.ref_limits = procs.cgroup_limits(self.ref_sandbox.proc.pid)
         # Only the candidate gets the build folders (and the lock, held until ModelNew is built).
         self.sandbox.greet(str(self.device), self.cfg["cold_cache"], {**env, **candidate_build_env(self.job["build_dir"])})
         with self.reference_side():

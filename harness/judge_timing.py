@@ -229,11 +229,12 @@ class PairTiming:
 
     def check_reference_scheduling(self) -> None:
         """Raise ReferenceRescheduled when the reference's worker no longer runs as it did before the candidate's code
-        did (its threads' nice, policy, CPUs, cgroup; the judge's own pinning allowed): a process of the same user
-        can slow it without signalling or reading it. The candidate's worker is refused such calls (harness.confine),
-        but not everywhere, and not a write to cgroup.procs."""
-        changes = procs.rescheduled(self.judge.ref_scheduling, procs.scheduling(self.ref_sandbox.proc.pid),
-                                    self.judge.ref_inherited)
+        did (its threads' nice, policy, CPUs, cgroup, and that cgroup's limits; the judge's own pinning allowed): a
+        process of the same user can slow it without signalling or reading it. The candidate's worker is refused
+        such calls (harness.confine), but not everywhere, and not a write to a cgroup's files."""
+        pid = self.ref_sandbox.proc.pid
+        changes = (procs.rescheduled(self.judge.ref_scheduling, procs.scheduling(pid), self.judge.ref_inherited)
+                   + procs.limits_changed(self.judge.ref_limits, procs.cgroup_limits(pid)))
         if changes:
             raise ReferenceRescheduled("; ".join(changes[:3]) + (f"; {len(changes) - 3} more" if len(changes) > 3 else ""))
 

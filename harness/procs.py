@@ -145,6 +145,40 @@ def task_cgroup(pid: int, tid) -> str:
         return ""
 
 
+CGROUP_ROOT = "/sys/fs/cgroup"  # cgroup v2's mount (a hybrid machine's v2 tree is at /sys/fs/cgroup/unified)
+# Limits that slow every process in a cgroup; the user may write them where the cgroup is delegated to it (a desktop
+# session under systemd), and a candidate could lift them in its own windows and set them again before the other's.
+CGROUP_LIMITS = ("cpu.max", "cpu.weight", "cpu.idle", "cpu.uclamp.max", "cpuset.cpus", "memory.high", "memory.max",
+                 "io.max")
+
+
+def cgroup_limits(pid: int, root: str = CGROUP_ROOT) -> dict[str, str]:
+    """{file: contents} of the cgroup v2 limits on a process: its cgroup's and every ancestor's ({} without v2)."""
+    try:
+        with open(f"/proc/{pid}/cgroup") as f:
+            path = next((line[3:].strip() for line in f if line.startswith("0::")), None)
+    except OSError:
+        return {}
+    if path is None or not os.path.isfile(os.path.join(root, "cgroup.controllers")):
+        return {}
+    limits, parts = {}, [p for p in path.split("/") if p]
+    for depth in range(len(parts) + 1):
+        folder = "/".join(parts[:depth])
+        for name in CGROUP_LIMITS:
+            try:
+                with open(os.path.join(root, folder, name)) as f:
+                    limits[f"/{folder}/{name}".replace("//", "/")] = f.read().strip()
+            except OSError:  # not there (the root has none; a controller not enabled)
+                pass
+    return limits
+
+
+def limits_changed(before: dict, now: dict) -> list[str]:
+    """The limits (cgroup_limits) that changed, in words."""
+    return [f"{name} {before.get(name)} -> {now.get(name)}" for name in sorted(set(before) | set(now))
+            if before.get(name) != now.get(name)]
+
+
 def rescheduled(before: dict, now: dict, inherited: set) -> list[str]:
     """How a process's threads' scheduling changed, in words: a thread that kept its id has another state than
     `before` gives it, or a new thread has a state not in `inherited` (a new one inherits its creator's: it is shown

@@ -109,3 +109,30 @@ def test_a_process_scheduling_is_read_for_each_thread():
     nice, policy, cpus, _ = states[os.getpid()]
     assert nice == os.getpriority(os.PRIO_PROCESS, 0) and policy == os.sched_getscheduler(0)
     assert cpus == frozenset(os.sched_getaffinity(0))
+
+
+def test_cgroup_limits_along_a_processs_path_are_read_and_changes_named(tmp_path, monkeypatch):
+    """cgroup v2 limits on the process's cgroup and its ancestors, from a fake tree: a candidate that can write them
+    (a delegated cgroup) could throttle the reference's side only."""
+    (tmp_path / "cgroup.controllers").write_text("cpu memory\n")
+    leaf = tmp_path / "user.slice" / "run"
+    leaf.mkdir(parents=True)
+    (tmp_path / "user.slice" / "cpu.max").write_text("max 100000\n")
+    (leaf / "cpu.max").write_text("max 100000\n")
+    (leaf / "memory.high").write_text("max\n")
+    real_open = open
+
+    def fake_open(path, *args, **kwargs):  # this process's cgroup line, as v2 gives it
+        if path == f"/proc/{os.getpid()}/cgroup":
+            path = tmp_path / "proc-cgroup"
+            path.write_text("0::/user.slice/run\n")
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", fake_open)
+    before = procs.cgroup_limits(os.getpid(), str(tmp_path))
+    assert before == {"/user.slice/cpu.max": "max 100000", "/user.slice/run/cpu.max": "max 100000",
+                      "/user.slice/run/memory.high": "max"}
+    (tmp_path / "user.slice" / "cpu.max").write_text("1000 100000\n")
+    assert procs.limits_changed(before, procs.cgroup_limits(os.getpid(), str(tmp_path))) == [
+        "/user.slice/cpu.max max 100000 -> 1000 100000"]
+    assert procs.cgroup_limits(os.getpid(), str(tmp_path / "no-such-root")) == {}
