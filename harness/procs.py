@@ -125,7 +125,11 @@ def scheduling(pid: int) -> dict[int, tuple]:
     """{thread id: (nice, policy, CPUs allowed, cgroup)} of a process's threads: what another process of the same
     user can change to slow it down without reading it (setpriority, sched_setaffinity, a write to cgroup.procs)."""
     states = {}
-    for tid in os.listdir(f"/proc/{pid}/task") if os.path.isdir(f"/proc/{pid}/task") else []:
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:  # the process is gone (its death is the pair's verdict, found elsewhere)
+        return states
+    for tid in tids:
         try:
             with open(f"/proc/{pid}/task/{tid}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()

@@ -136,3 +136,9 @@ def test_cgroup_limits_along_a_processs_path_are_read_and_changes_named(tmp_path
     assert procs.limits_changed(before, procs.cgroup_limits(os.getpid(), str(tmp_path))) == [
         "/user.slice/cpu.max max 100000 -> 1000 100000"]
     assert procs.cgroup_limits(os.getpid(), str(tmp_path / "no-such-root")) == {}
+
+
+def test_a_gone_process_has_no_scheduling():
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    assert procs.scheduling(gone.pid) == {} and procs.rescheduled({gone.pid: (0, 0, frozenset(), "")}, {}, set()) == []
