@@ -58,10 +58,8 @@ class PairJudge:
                              device=str(self.device), gpu=gpu_name(self.device), precision=self.cfg["precision"])
         self.sandbox, self.ref_sandbox = workers  # the candidate's worker; the reference's timing worker
         self.helpers = helpers  # our own children that are no orphans (torch's shared-memory manager)
-        # The reference's worker's threads' scheduling (procs.scheduling) before candidate code ran, and the states a
-        # thread it starts may have (its creator's): PairTiming checks that neither changes but by the judge's hand.
-        self.ref_scheduling, self.ref_inherited = {}, set()
-        self.ref_limits = {}  # the cgroup limits on the reference's worker (procs.cgroup_limits), read then too
+        # The reference's worker's scheduling before candidate code ran: PairTiming checks that it changes only by our hand.
+        self.ref_schedule = None  # procs.Schedule
         self.truth_model = None
         self.flops = self.bytes_moved = 0
         self.compute_dtype = torch.float32  # what the roofline's peaks are measured in
@@ -157,9 +155,7 @@ class PairJudge:
             major, minor = torch.cuda.get_device_capability(self.device)
             env["TORCH_CUDA_ARCH_LIST"] = f"{major}.{minor}"  # build for this GPU only: much faster
         # The reference's worker as no candidate code has touched it: timing checks that it stays so (PairTiming).
-        self.ref_scheduling = procs.scheduling(self.ref_sandbox.proc.pid)
-        self.ref_inherited = set(self.ref_scheduling.values())
-        self.ref_limits = procs.cgroup_limits(self.ref_sandbox.proc.pid)
+        self.ref_schedule = procs.Schedule.read(self.ref_sandbox.proc.pid)
         # Only the candidate gets the build folders (and the lock, held until ModelNew is built).
         self.sandbox.greet(str(self.device), self.cfg["cold_cache"], {**env, **candidate_build_env(self.job["build_dir"])})
         with self.reference_side():

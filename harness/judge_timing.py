@@ -113,11 +113,7 @@ class PairTiming:
         if self.device.type == "cuda" and self.cfg["workers_share_cpu"]:
             cpu = procs.cpu_for_gpu(self.device.index or 0)
             if procs.share_one_cpu([self.ref_sandbox.proc.pid, self.sandbox.proc.pid], cpu):
-                expected, pid = self.judge.ref_scheduling, self.ref_sandbox.proc.pid  # the reference's main thread's CPU
-                if pid in expected:  # is ours to change, and threads it starts from now on inherit it
-                    nice, policy, _, cgroup = expected[pid]
-                    expected[pid] = (nice, policy, frozenset({cpu}), cgroup)
-                    self.judge.ref_inherited.add(expected[pid])
+                self.judge.ref_schedule.pin(cpu)  # no change for check_reference_scheduling
 
     def prepare_both_sides(self) -> None:
         """Give both workers timing inputs, let them choose their timing methods, and trace one call of each."""
@@ -232,9 +228,7 @@ class PairTiming:
         did (its threads' nice, policy, CPUs, cgroup, and that cgroup's limits; the judge's own pinning allowed): a
         process of the same user can slow it without signalling or reading it. The candidate's worker is refused
         such calls (harness.confine), but not everywhere, and not a write to a cgroup's files."""
-        pid = self.ref_sandbox.proc.pid
-        changes = (procs.rescheduled(self.judge.ref_scheduling, procs.scheduling(pid), self.judge.ref_inherited)
-                   + procs.limits_changed(self.judge.ref_limits, procs.cgroup_limits(pid)))
+        changes = self.judge.ref_schedule.changes()
         if changes:
             raise ReferenceRescheduled("; ".join(changes[:3]) + (f"; {len(changes) - 3} more" if len(changes) > 3 else ""))
 

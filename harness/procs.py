@@ -7,6 +7,7 @@ import ctypes
 import os
 import signal
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -200,6 +201,34 @@ def rescheduled(before: dict, now: dict, inherited: set) -> list[str]:
 
 
 SCHEDULING = ("nice", "policy", "CPUs", "cgroup")  # the fields of a thread's state in `scheduling`
+
+
+@dataclass
+class Schedule:
+    """A process's scheduling as first read (its threads' states, the cgroup limits on it) and the states a thread it
+    starts may have (its creator's): `changes` names what differs now, but for the pinning `pin` records as ours."""
+
+    pid: int
+    threads: dict  # scheduling(pid)
+    inherited: set
+    limits: dict  # cgroup_limits(pid)
+
+    @classmethod
+    def read(cls, pid: int) -> "Schedule":
+        threads = scheduling(pid)
+        return cls(pid, threads, set(threads.values()), cgroup_limits(pid))
+
+    def pin(self, cpu: int) -> None:
+        """The main thread now on `cpu` by our hand (share_one_cpu), and the threads it starts from now on too."""
+        if self.pid in self.threads:
+            nice, policy, _, cgroup = self.threads[self.pid]
+            self.threads[self.pid] = (nice, policy, frozenset({cpu}), cgroup)
+            self.inherited.add(self.threads[self.pid])
+
+    def changes(self) -> list[str]:
+        """What changed since the first read, in words ([] for nothing)."""
+        return (rescheduled(self.threads, scheduling(self.pid), self.inherited)
+                + limits_changed(self.limits, cgroup_limits(self.pid)))
 
 
 def show(value) -> str:

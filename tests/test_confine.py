@@ -1,6 +1,7 @@
 """The candidate's seccomp filter (harness/confine.py), with the process's capabilities kept: what it refuses is
 refused by the filter, not by the kernel's capability checks (as root, those alone refuse a capability-less
 candidate; as another user they refuse nothing here)."""
+import ast
 import os
 import subprocess
 import sys
@@ -46,7 +47,7 @@ def test_the_filter_refuses_signals_and_scheduling_of_other_processes_only():
         proc = subprocess.run([sys.executable, "-c", ATTEMPTS, str(other.pid)], capture_output=True, text=True,
                               timeout=60, start_new_session=True, cwd=os.path.dirname(os.path.dirname(__file__)))
         assert proc.returncode == 0, proc.stderr
-        outcomes = eval(proc.stdout)  # a dict literal printed by our own script
+        outcomes = ast.literal_eval(proc.stdout)  # a dict printed by the script above
         refused = {name for name, what in outcomes.items() if what == "refused"}
         assert refused == {"signal another", "pin another", "renice another", "renice the user", "idle another",
                            "limit another"}, outcomes

@@ -89,10 +89,10 @@ def test_scheduling_changes_are_found_but_inherited_states_are_not():
     """The reference worker's check (PairTiming.check_reference_scheduling): a thread reniced, re-pinned or moved is
     a change; a new thread that starts from a state its creator had is none, nor is the judge's own pinning."""
     everywhere, cgroup = frozenset({0, 1}), "0::/\n"
-    before = {10: (0, 0, everywhere, cgroup)}  # a forked worker: one thread
-    inherited = set(before.values())
-    before[10] = (0, 0, frozenset({1}), cgroup)  # the judge pins its main thread (share_one_cpu) ...
-    inherited.add(before[10])  # ... which threads it starts from then on inherit
+    schedule = procs.Schedule(10, {10: (0, 0, everywhere, cgroup)}, {(0, 0, everywhere, cgroup)}, {})  # a fork: one thread
+    schedule.pin(1)  # the judge pins its main thread (share_one_cpu), which threads it starts from then on inherit
+    before, inherited = schedule.threads, schedule.inherited
+    assert before[10] == (0, 0, frozenset({1}), cgroup) and (0, 0, everywhere, cgroup) in inherited
     unchanged = {10: before[10], 11: (0, 0, everywhere, cgroup), 12: (0, 0, frozenset({1}), cgroup)}
     assert procs.rescheduled(before, unchanged, inherited) == []
     assert procs.rescheduled(before, {10: (5, 0, frozenset({1}), cgroup)}, inherited) == ["thread 10: nice 0 -> 5"]
@@ -109,6 +109,7 @@ def test_a_process_scheduling_is_read_for_each_thread():
     nice, policy, cpus, _ = states[os.getpid()]
     assert nice == os.getpriority(os.PRIO_PROCESS, 0) and policy == os.sched_getscheduler(0)
     assert cpus == frozenset(os.sched_getaffinity(0))
+    assert procs.Schedule.read(os.getpid()).changes() == []  # read twice, nothing changed
 
 
 def test_cgroup_limits_along_a_processs_path_are_read_and_changes_named(tmp_path, monkeypatch):

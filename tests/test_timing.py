@@ -257,8 +257,8 @@ def test_each_sides_window_follows_its_own_copy_of_the_rounds_inputs():
     pair.result = SimpleNamespace(rounds_discarded=None, ref_wall_ms=[], new_wall_ms=[], flags=[], gpu_wait_ms=None,
                                   timed_outputs_checked=None, judge_wall_ms=None, ref_batch=1)
     pair.ref_sandbox, pair.sandbox = FakeWorker("ref"), FakeWorker("new")
-    pair.judge = SimpleNamespace(make_inputs=lambda seed, wide: [torch.full((4,), float(seed))], ref_scheduling={}, ref_inherited=set(),
-                                 ref_limits=procs.cgroup_limits(os.getpid()))
+    pair.judge = SimpleNamespace(make_inputs=lambda seed, wide: [torch.full((4,), float(seed))],
+                                 ref_schedule=procs.Schedule.read(os.getpid()))
     pair.reference_side = contextlib.nullcontext
     pair.phase = lambda name: contextlib.nullcontext()
     pair.expect_ok, pair.hand_over = (lambda reply: reply), (lambda: None)
