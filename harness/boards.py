@@ -9,7 +9,7 @@ from typing import Optional
 
 import pandas as pd
 
-from harness import store
+from harness import store, verdict
 from harness.records import Result
 
 # (column, meaning) in file order: the documented schema of leaderboard.csv (docs/leaderboard.md).
@@ -44,7 +44,7 @@ LEADERBOARD_COLUMNS = [
     ("cuda", "CUDA version torch was built with"),
     ("harness", "git commit of the harness, or sha:<hash of harness/*.py> without a git checkout"),
     ("date", "UTC date the pair was judged (YYYY-MM-DD)"),
-    ("reason", "one-line reason for a status other than correct"),
+    ("reason", "one-line reason for a status other than correct, or why a correct candidate's speedup is not ranked"),
     ("schema_version", "version of the result schema the row was made from (readers refuse others)"),
 ]
 FAST_P = (0.0, 1.0, 1.5, 2.0)
@@ -55,7 +55,6 @@ AGGREGATE_COLUMNS = [
     *[(f"fast_{p:g}", f"share of the set's problems with a correct candidate of speedup > {p:g}") for p in FAST_P],
     ("geomean_speedup", "geometric mean speedup over those problems (best correct candidate of each)"),
 ]
-UNMEASURED = ("noisy_timing", "interference")  # a speedup with one of these flags is shown, never ranked or counted
 STATUS_ORDER = ["correct", "incorrect", "runtime_error", "timeout", "crash", "compile_error", "skipped", "harness_error"]
 
 
@@ -81,12 +80,12 @@ def leaderboard(results: list[Result], meta: Optional[dict] = None) -> pd.DataFr
             "max_abs_err": r.max_abs_err, "gpu": r.gpu, "device": r.device,
             "torch": r.torch_version or meta.get("torch"), "cuda": r.cuda_version or meta.get("cuda_version"),
             "harness": r.harness or meta_harness(meta), "date": (r.finished_at or meta.get("started") or "")[:10],
-            "reason": r.error, "schema_version": r.schema_version,
+            "reason": r.error or verdict.unranked_reason(r), "schema_version": r.schema_version,
         })
     frame = pd.DataFrame(rows, columns=[c for c, _ in LEADERBOARD_COLUMNS if c != "rank"])
     frame["_status"] = frame["status"].map(lambda s: STATUS_ORDER.index(s) if s in STATUS_ORDER else len(STATUS_ORDER))
-    # A speedup the rounds could not pin down (noisy_timing) or measured with another process on the GPU
-    # (interference) is no measurement: listed after the ranked ones, unranked.
+    # A speedup that is no measurement (noisy_timing, interference, timer_tampering, a degenerate problem: verdict.FLAGS)
+    # is listed after the ranked ones, unranked.
     frame["_speed"] = counted_speedups(frame)
     frame = frame.sort_values(["problem", "_status", "_speed", "candidate"], ascending=[True, True, False, True],
                               na_position="last", kind="mergesort")
@@ -97,9 +96,11 @@ def leaderboard(results: list[Result], meta: Optional[dict] = None) -> pd.DataFr
 
 
 def counted_speedups(frame: pd.DataFrame) -> pd.Series:
-    """Each row's speedup where it counts (a correct candidate, its timing neither noisy nor disturbed), else NaN."""
-    unmeasured = frame["flags"].str.split(";").map(lambda flags: bool(set(flags) & set(UNMEASURED)))
-    return frame["speedup"].where((frame["status"] == "correct") & ~unmeasured)
+    """Each row's speedup where it counts (verdict.speedup_counts: a correct candidate with no flag that voids it),
+    else NaN."""
+    counts = [verdict.speedup_counts(status, [f for f in flags.split(";") if f])
+              for status, flags in zip(frame["status"], frame["flags"].fillna(""))]
+    return frame["speedup"].where(pd.Series(counts, index=frame.index, dtype=bool))
 
 
 def meta_harness(meta: dict) -> Optional[str]:

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Optional
 
 from harness.discover import sha256_text
-from harness.records import Result, Status, failure, one_line
+from harness.records import Result, failure, one_line
+from harness.verdict import Status
 
 BUILD_FAILURE = re.compile(r"Error building extension '[^']*'")
 ROOT = Path(__file__).resolve().parent.parent

@@ -20,7 +20,7 @@ from typing import Any, Union
 import torch
 import torch.multiprocessing  # noqa: F401  (registers the tensor reductions with ForkingPickler)
 
-from harness.records import WORKER_STATUSES, Status
+from harness.verdict import WORKER_STATUSES, Status
 
 # CPU tensors travel as named shared-memory files: no file descriptors to pass between unrelated processes.
 torch.multiprocessing.set_sharing_strategy("file_system")

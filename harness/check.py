@@ -1,6 +1,7 @@
 """Correctness: output structure, tolerances, NaN rules, input mutation, aliasing, float64 truth."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Optional
 
@@ -143,6 +144,67 @@ def normalized_error(x: torch.Tensor, truth: torch.Tensor, atol: float, rtol: fl
         ratio = (v - t).abs_().div_(t.abs().mul_(rtol).add_(atol))
         worst = torch.maximum(worst, ratio.nan_to_num_(nan=0.0, posinf=0.0).max())  # finite on both sides only
     return float(worst)
+
+
+@dataclass
+class TruthError:
+    """One output's error against the float64 truth, in units of the tolerance at the truth (atol + rtol*|truth|)."""
+
+    worst: float  # the largest, over all elements (infinite where a value is not finite and the truth is, or the
+    # truth is not finite and the value is not the same NaN or infinity)
+    outside: int  # elements more than one tolerance away
+
+
+def truth_error(x: torch.Tensor, truth: torch.Tensor, atol: float, rtol: float, chunk: int) -> TruthError:
+    """How far x lies from the float64 truth (TruthError)."""
+    worst = torch.zeros((), dtype=torch.float64, device=truth.device)
+    outside = torch.zeros((), dtype=torch.int64, device=truth.device)
+    for _, t, v in chunks(truth, x, chunk):
+        t, v = t.double(), v.double()
+        ratio = (v - t).abs_().div_(t.abs().mul_(rtol).add_(atol))
+        special = ~t.isfinite()  # NaN or an infinity in the truth: the value must be the same (no error) or is wrong
+        same = (v == t) | (v.isnan() & t.isnan())
+        ratio = ratio.masked_fill_(special & same, 0.0).masked_fill_(special & ~same, float("inf"))
+        ratio = ratio.nan_to_num_(nan=float("inf"), posinf=float("inf"))  # a NaN value where the truth is finite
+        worst = torch.maximum(worst, ratio.max())
+        outside += (ratio > 1).sum()
+    return TruthError(float(worst), int(outside))
+
+
+CHANCE_OUTSIDE = 4  # elements beyond a tolerance by chance: two float32 orders of one sum had 1 and 6 (test_check.py)
+
+
+def as_accurate(new: TruthError, ref: TruthError, factor: float) -> bool:
+    """Is the candidate's output at least as accurate against the float64 truth as the reference's, within `factor`:
+    its worst error at most factor times the reference's (a finite one), and at most factor times as many elements
+    more than a tolerance from the truth (plus CHANCE_OUTSIDE)? The second part keeps a reference that is far off in
+    a few elements (a discontinuity that float64 resolves differently) from excusing a candidate far off in many."""
+    return (math.isfinite(ref.worst) and new.worst <= factor * ref.worst
+            and new.outside <= factor * (ref.outside + CHANCE_OUTSIDE))
+
+
+def constant_would_pass(ref: torch.Tensor, value: float, atol: float, rtol: float, chunk: int) -> bool:
+    """Would an output of this one value everywhere pass the comparison with `ref` (float outputs; integer and bool
+    outputs: would it be equal)? Without a tensor of the output's size."""
+    for _, r, _ in chunks(ref, ref, chunk):
+        if not (r.is_floating_point() or r.is_complex()):
+            if not bool((r == value).all()):
+                return False
+            continue
+        r = r.to(torch.promote_types(r.dtype, torch.float32))
+        if not bool(((r - value).abs() <= atol + rtol * r.abs()).all()):  # NaN or an infinity in ref: False
+            return False
+    return True
+
+
+def fingerprint(x: torch.Tensor, sample: int = 1 << 16) -> tuple:
+    """Shape, dtype and the bits of a strided sample of elements: two outputs with the same fingerprint are, for the
+    lint's purpose (does the output depend on the inputs?), the same output."""
+    flat = x.detach().reshape(-1)
+    picked = flat[:: max(1, flat.numel() // sample)].contiguous()
+    view = INT_VIEW.get(picked.element_size()) if picked.is_floating_point() else None
+    bits = picked.view(view) if view is not None else picked
+    return tuple(x.shape), str(x.dtype), bits.cpu().numpy().tobytes()
 
 
 def max_difference(a: torch.Tensor, b: torch.Tensor, chunk: int) -> float:

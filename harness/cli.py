@@ -18,7 +18,8 @@ from rich.table import Table
 from harness import boards, discover, environment, gate, records, report, runner, store
 from harness.config import build_config
 from harness.errors import UserError
-from harness.records import Result, Status
+from harness.records import Result
+from harness.verdict import Status
 
 EXAMPLES = """examples:
   python run.py --problem sigmoid                       every candidate in solutions/sigmoid/
@@ -53,6 +54,9 @@ def run_parser() -> argparse.ArgumentParser:
     parser.add_argument("--manifest", metavar="FILE", help="CSV (problem,candidate) or YAML list of pairs to judge")
     parser.add_argument("--precision", choices=["fp32", "fp16", "bf16"],
                         help="cast float inputs and both models' weights to this dtype (default from config: fp32)")
+    parser.add_argument("--mode", choices=["constructed", "eval"],
+                        help="modules as constructed (default: KernelBench's, training mode, BatchNorm on batch "
+                             "statistics) or eval (inference; BatchNorm statistics drawn at random)")
     parser.add_argument("--solution", action="append", metavar="PATH",
                         help="candidate file (.py, or a .txt/.md LLM response) or folder of them; default: solutions/<problem>/*")
     parser.add_argument("--device", help="auto (default), cpu, cuda or cuda:N")
@@ -111,7 +115,8 @@ def dispatch(argv: list) -> int:
 
 def evaluate(args, argv: list) -> int:
     """Resolve pairs and config, run every pair, print the table."""
-    config = build_config(args.config, {"device": args.device, "timeout": args.timeout, "precision": args.precision})
+    config = build_config(args.config, {"device": args.device, "timeout": args.timeout, "precision": args.precision,
+                                        "mode": args.mode})
     check_gate_arguments(args)
     overrides = discover.parse_set(args.set)
     pairs = discover.find_pairs(args.problem, args.solution, args.problems_root, args.manifest)

@@ -12,6 +12,10 @@ import yaml
 
 from harness.errors import UserError
 
+# The modules' mode (harness.semantics): `constructed` leaves them as __init__ does (KernelBench's), `eval` puts both
+# in eval mode with random BatchNorm statistics.
+MODES = ("constructed", "eval")
+
 DEFAULT_PATH = Path(__file__).resolve().parent.parent / "configs" / "default.yaml"
 DTYPES = ("float32", "float16", "bfloat16", "float64")
 # Keys that say where files go, not what is measured: left out of the config hash.
@@ -152,6 +156,10 @@ def check_relations(config: dict) -> None:
         raise ConfigError("judges_ahead must be 0 or more")
     if config["precision"] not in PRECISIONS:
         raise ConfigError(f"Bad value for 'precision': {config['precision']!r} (expected {', '.join(PRECISIONS)})")
+    if config["mode"] not in MODES:
+        raise ConfigError(f"Bad value for 'mode': {config['mode']!r} (expected {' or '.join(MODES)})")
+    if config["truth_accuracy_factor"] < 1:
+        raise ConfigError("truth_accuracy_factor must be at least 1")
     if config["prebuild"] not in ("auto", "on", "off"):
         raise ConfigError(f"Bad value for 'prebuild': {config['prebuild']!r} (expected auto, on or off)")
 

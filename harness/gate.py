@@ -2,7 +2,6 @@
 JUnit XML for CI systems, and the per-pair comparison of two runs."""
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -11,7 +10,9 @@ from xml.etree import ElementTree
 import pandas as pd
 
 from harness.errors import UserError
-from harness.records import SCHEMA_VERSION, Result, Status, check_schema_version
+from harness import verdict
+from harness.records import SCHEMA_VERSION, Result, check_schema_version
+from harness.verdict import Status
 
 
 @dataclass
@@ -24,7 +25,7 @@ class Change:
     new_status: Optional[str]
     old_speedup: Optional[float]
     new_speedup: Optional[float]
-    verdict: str  # faster, slower, same (CIs overlap), status changed, new, gone
+    verdict: str  # faster, slower, same (CIs overlap), unmeasured (...), status changed, new, gone
 
 
 def read_baseline(path: Path) -> dict:
@@ -44,47 +45,20 @@ def read_baseline(path: Path) -> dict:
 
 def gate_failures(results: list[Result], min_speedup: Optional[float] = None,
                   baseline: Optional[dict] = None) -> dict:
-    """{(problem, candidate): reason} for every pair that fails the gate.
-
-    A pair fails when it is not correct, when its speedup is one the judge's own clock contradicts
-    (timer_tampering) or that other processes disturbed (interference), when its speed is asked for
-    (min_speedup, or a baseline row) but its timing was noisy (noisy_timing: no speedup claimed), when its speedup
-    is under min_speedup, or when it is slower than its baseline speedup beyond both confidence intervals (its
-    CI's high end under the baseline's low end). A harness_error is the run's failure, not the candidate's: see
-    harness_errors.
-    """
+    """{(problem, candidate): reason} for every pair that fails the gate (verdict.gate_failure says why; a
+    harness_error is the run's failure, not the candidate's: see harness_errors)."""
     failures = {}
     for r in results:
         key = (r.problem, r.solution)
-        if r.status == Status.HARNESS_ERROR:
-            continue
-        if r.status != Status.CORRECT:
-            failures[key] = f"{r.status}: {r.error or 'no reason given'}"
-        elif "timer_tampering" in r.flags:
-            failures[key] = "timer_tampering: its reported times disagree with the judge's own clock"
-        elif "interference" in r.flags:
-            failures[key] = ("interference: another process used the GPU around its timed windows, or the "
-                             "reference's worker was rescheduled (the judge's log says which)")
-        elif "noisy_timing" in r.flags and (min_speedup is not None or (baseline and key in baseline)):
-            failures[key] = "noisy_timing: the host gave no stable timing, so no speedup is claimed"
-        elif min_speedup is not None and (r.speedup or 0.0) < min_speedup:
-            failures[key] = f"speedup {r.speedup:.3f} is under the minimum {min_speedup:g}"
-        elif baseline and key in baseline and is_number(baseline[key]["speedup_ci_low"]) \
-                and r.speedup_ci_high < baseline[key]["speedup_ci_low"]:
-            old = baseline[key]
-            failures[key] = (f"slower than the baseline: speedup {r.speedup:.3f} [{r.speedup_ci_low:.3f}, "
-                             f"{r.speedup_ci_high:.3f}] against {old['speedup']:.3f} [{old['speedup_ci_low']:.3f}, "
-                             f"{old['speedup_ci_high']:.3f}]")
+        reason = verdict.gate_failure(r, min_speedup, baseline.get(key) if baseline else None)
+        if reason:
+            failures[key] = reason
     return failures
 
 
 def harness_errors(results: list[Result]) -> dict:
     """{(problem, candidate): reason} for every pair the harness itself failed to judge."""
     return {(r.problem, r.solution): r.error or "no reason given" for r in results if r.status == Status.HARNESS_ERROR}
-
-
-def is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not math.isnan(value)
 
 
 def junit_xml(results: list[Result], failures: dict) -> str:
@@ -112,23 +86,13 @@ def junit_xml(results: list[Result], failures: dict) -> str:
 
 
 def compare_runs(old: list[Result], new: list[Result]) -> list[Change]:
-    """Per pair, old run against new: a speedup change is only called real when the two CIs do not overlap."""
+    """Per pair, old run against new (verdict.change_between: a speedup change is only called real when both
+    speedups count and the two CIs do not overlap)."""
     before = {(r.problem, r.solution): r for r in old}
     after = {(r.problem, r.solution): r for r in new}
     changes = []
     for key in sorted(set(before) | set(after)):
         a, b = before.get(key), after.get(key)
-        if a is None or b is None:
-            verdict = "new" if a is None else "gone"
-        elif a.status != b.status:
-            verdict = "status changed"
-        elif a.speedup is None or b.speedup is None:
-            verdict = "same"
-        elif b.speedup_ci_low > a.speedup_ci_high:
-            verdict = "faster"
-        elif b.speedup_ci_high < a.speedup_ci_low:
-            verdict = "slower"
-        else:
-            verdict = "same (CIs overlap)"
-        changes.append(Change(key[0], key[1], a and a.status, b and b.status, a and a.speedup, b and b.speedup, verdict))
+        changes.append(Change(key[0], key[1], a and a.status, b and b.status, a and a.speedup, b and b.speedup,
+                              verdict.change_between(a, b)))
     return changes

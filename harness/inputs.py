@@ -1,11 +1,13 @@
-"""Seeded inputs, born on the target device: the problem's own distribution, then a wider one."""
+"""Seeded inputs, born on the target device: the problem's own distribution, then a wider one made from it."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import random
 from typing import Optional
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 
 class ProblemError(Exception):
@@ -32,16 +34,18 @@ def to_device(x, device: torch.device):
 
 def make_inputs(module, seed: int, device: torch.device, wide_scale: Optional[float] = None,
                 dtype: Optional[torch.dtype] = None) -> list:
-    """get_inputs() under a seed with `device` as the default device; wide_scale redraws float tensors;
-    dtype (--precision) casts them."""
+    """get_inputs() under a seed with `device` as the default device; wide_scale widens what it returned (widen_all);
+    dtype (--precision) casts float tensors."""
     torch.manual_seed(seed)
     with torch.device(device):
-        raw = module.get_inputs()
+        tracker = DrawTracker() if wide_scale is not None else contextlib.nullcontext()
+        with tracker:
+            raw = module.get_inputs()
         if not isinstance(raw, (list, tuple)):
             raise ProblemError(f"get_inputs() returned {type(raw).__name__}, expected a list")
         inputs = [to_device(x, device) for x in raw]
         if wide_scale is not None:
-            inputs = [widen(x, wide_scale) for x in inputs]
+            widen_all(inputs, [tracker.is_plain_draw(x) for x in raw], wide_scale, random.Random(seed))
         if dtype is not None:
             inputs = cast_floats(inputs, dtype)
     return inputs
@@ -52,11 +56,70 @@ def cast_floats(values: list, dtype: torch.dtype) -> list:
     return [x.to(dtype) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in values]
 
 
-def widen(x, scale: float):
-    """Redraw a float tensor, in place, from a normal distribution of std `scale`: far outside [0, 1)."""
-    if isinstance(x, torch.Tensor) and x.is_floating_point():
-        return x.normal_(0.0, scale)  # in place: no second copy of a multi-GB input
-    return x
+# Wide trials transform what get_inputs() returned, never redraw it, so that the structure a problem gives its inputs
+# (symmetric, triangular, positive, integer labels, probabilities) is kept. A tensor that is a plain random draw
+# (torch.rand/randn, moved, cast or reshaped at most) has no structure but its distribution, which may be incidental
+# (KernelBench draws torch.rand by default): it is widened to both signs and shifted. Any other float tensor was made
+# on purpose: it is only scaled by a positive factor, which keeps symmetry, triangles, signs and zeros.
+PLAIN_DRAWS = frozenset({"rand", "randn", "rand_like", "randn_like"})
+REDRAWS = frozenset({"normal_", "uniform_"})  # in place: the tensor now holds a plain draw
+KEEPS_DRAW = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "contiguous", "clone", "detach",
+                        "requires_grad_", "view", "reshape", "flatten", "squeeze", "unsqueeze", "permute", "transpose",
+                        "t", "__get__"})  # (__get__: properties such as .T and .data)
+PLAIN_MARK = "_harness_plain_draw"
+
+
+class DrawTracker(TorchFunctionMode):
+    """Watches get_inputs(): which of the tensors it returns are plain random draws (see PLAIN_DRAWS)."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        name = getattr(func, "__name__", "")
+        first = args[0] if args else None
+        if name in REDRAWS and isinstance(first, torch.Tensor):
+            mark(first, True)
+        elif name in PLAIN_DRAWS or (name in KEEPS_DRAW and self.is_plain_draw(first)):
+            mark(out, True)
+        elif name.endswith("_") and not name.startswith("__") and isinstance(first, torch.Tensor):
+            mark(first, False)  # changed in place: no longer a plain draw
+        return out
+
+    @staticmethod
+    def is_plain_draw(x) -> bool:
+        return isinstance(x, torch.Tensor) and getattr(x, PLAIN_MARK, False)
+
+
+def mark(x, plain: bool) -> None:
+    if isinstance(x, torch.Tensor):
+        setattr(x, PLAIN_MARK, plain)
+
+
+def widen_all(inputs: list, plain: list, scale: float, rng: random.Random) -> None:
+    """Widen float tensors in place (no second copy of a multi-GB input): a plain draw is standardized to standard
+    deviation `scale` and shifted by up to +-scale; another one is multiplied by a factor in [scale, 2 scale]. Left as
+    they are: integer-valued floats (labels, masks, counts) and, unless plain draws, tensors within [0, 1]
+    (probabilities)."""
+    for x, is_plain in zip(inputs, plain):
+        if not (isinstance(x, torch.Tensor) and x.is_floating_point()) or x.numel() == 0 or integer_valued(x):
+            continue
+        if is_plain:
+            std, mean = torch.std_mean(x)
+            factor = scale / float(std) if float(std) > 0 else scale
+            x.sub_(float(mean)).mul_(factor).add_(rng.uniform(-scale, scale))
+        elif not within_unit_interval(x):
+            x.mul_(rng.uniform(scale, 2 * scale))
+
+
+def integer_valued(x: torch.Tensor, sample: int = 1 << 16) -> bool:
+    """Do (a strided sample of) its values all lie on integers? (Labels and masks kept as floats.)"""
+    flat = x.reshape(-1)
+    picked = flat[:: max(1, flat.numel() // sample)]
+    return bool((picked == picked.round()).all())
+
+
+def within_unit_interval(x: torch.Tensor) -> bool:
+    low, high = torch.aminmax(x)
+    return bool(low >= 0) and bool(high <= 1)
 
 
 def init_inputs(module) -> list:

@@ -18,21 +18,18 @@ from pathlib import Path
 import torch
 from torch.utils.flop_counter import FlopCounterMode  # imported ahead of the pair: it takes a while
 
-from harness import channel, check, clocks, handover, inputs as inputs_mod, problem_info, procs, roofline, timing
+from harness import channel, check, clocks, handover, inputs as inputs_mod, problem_info, procs, roofline, semantics, timing
 from harness.builds import build_failure, candidate_build_env
 from harness.config import PRECISIONS, tolerance_for
 from harness.discover import module_constants
 from harness.judge_timing import PairTiming, release_cached_memory
+from harness.judge_trials import Trials
 from harness.load import load_module
-from harness.records import Result, Status, Verdict, failure, one_line
+from harness.records import Result, failure, one_line
+from harness.verdict import Status, Verdict
 from harness.procs import adopt_orphans, children, kill_orphans, make_undumpable, my_children
 from harness.sandbox import Sandbox, WorkerFailure
 
-NONDETERMINISM_RATIO = 4.0  # run-to-run spread beyond this many times the reference's own: nondeterministic ...
-# ... and at least this share of the tolerance (as for reduced_precision): a spread at the rounding level (the order of
-# cuDNN's atomic adds, which one process's choice of algorithm may have and another's not) is no finding. On the H100,
-# KernelBench's 93_ConvTranspose2d_Add_Min_GELU_Multiply against itself was flagged for two runs 2.4e-7 apart.
-NONDETERMINISM_SHARE = 0.01
 # A CPU pair holds its inputs and the reference's output several times over: the judge's, copies for both workers,
 # their outputs, a timing round's inputs. Measured on the 2-core CPU machine (sigmoid, 0.375 and 1.125 GiB a tensor):
 # the whole run's memory grew by 3.8 GiB for each GiB of inputs plus output. Pairs needing over this many times
@@ -55,12 +52,15 @@ class PairJudge:
         # --precision: float inputs and both models' weights in this dtype (None: as the problem makes them).
         self.dtype = None if self.cfg["precision"] == "fp32" else getattr(torch, PRECISIONS[self.cfg["precision"]])
         self.result = Result(problem=job["problem"], solution=job["solution"], status=Status.CORRECT,
-                             device=str(self.device), gpu=gpu_name(self.device), precision=self.cfg["precision"])
+                             device=str(self.device), gpu=gpu_name(self.device), precision=self.cfg["precision"],
+                             mode=self.cfg["mode"])
         self.sandbox, self.ref_sandbox = workers  # the candidate's worker; the reference's timing worker
         self.helpers = helpers  # our own children that are no orphans (torch's shared-memory manager)
         # The reference's worker's scheduling before candidate code ran: PairTiming checks that it changes only by our hand.
         self.ref_schedule = None  # procs.Schedule
         self.truth_model = None
+        self.random_reference = False  # does the reference draw random numbers (seen on its first call)?
+        self.trials = Trials(self)
         self.flops = self.bytes_moved = 0
         self.compute_dtype = torch.float32  # what the roofline's peaks are measured in
 
@@ -79,34 +79,36 @@ class PairJudge:
             raise Verdict(Status.COMPILE_ERROR, f"problem file: {type(exc).__name__}: {exc}") from None
         try:
             self.init_args = inputs_mod.init_inputs(self.problem)
-            torch.manual_seed(self.cfg["init_seed"])
-            with torch.device(self.device):
-                self.model = self.problem.Model(*self.init_args)
-            self.model = self.model.to(self.device).eval()
-            if self.dtype is not None and isinstance(self.model, torch.nn.Module):
-                self.model = self.model.to(self.dtype)
+            self.model = semantics.build_model(self.problem.Model, self.init_args, self.cfg["init_seed"], self.device,
+                                               self.cfg["mode"], self.dtype)
         except Exception as exc:
             raise Verdict(Status.RUNTIME_ERROR, f"problem's Model(...) raised {type(exc).__name__}: {exc}") from None
 
-    def reference(self, inputs: list, count_flops: bool = False):
-        """The reference output (FLOPs counted on request: FlopCounterMode's first use imports torch._dynamo,
-        seconds of CPU, so only pairs that reach timing, and the run's first for each problem, pay for it)."""
+    def reference(self, inputs: list, seed: int | None = None, count_flops: bool = False, watch_rng: bool = False):
+        """The reference output (semantics.call: with a seed, the RNG seeded first). watch_rng: note whether the call
+        drew random numbers (random_reference). FLOPs counted on request: FlopCounterMode's first use imports
+        torch._dynamo, seconds of CPU, so only pairs that reach timing, and the run's first for each problem, pay."""
         try:
-            with torch.no_grad():
-                if not count_flops:
-                    return self.model(*inputs)
-                with FlopCounterMode(display=False) as counter:
-                    out = self.model(*inputs)
-                self.flops = counter.get_total_flops()
+            if watch_rng:
+                with semantics.RandomDraws(self.device, seed) as draws:
+                    out = semantics.call(self.model, inputs)
+                self.random_reference = draws.drawn
                 return out
+            if not count_flops:
+                return semantics.call(self.model, inputs, seed)
+            with FlopCounterMode(display=False) as counter:
+                out = semantics.call(self.model, inputs, seed)
+            self.flops = counter.get_total_flops()
+            return out
         except torch.cuda.OutOfMemoryError:
             raise  # whose memory it was is decided in run()
         except Exception as exc:
             raise Verdict(Status.RUNTIME_ERROR, f"problem's forward raised {type(exc).__name__}: {exc}") from None
 
-    def truth(self, inputs: list, ref_out):
-        """The float64 ground truth, where it fits in memory and the model runs in float64."""
-        if not self.cfg["fp64_truth"]:
+    def truth(self, inputs: list, ref_out, seed: int | None):
+        """The float64 ground truth (the reference model in float64), where it fits in memory, the model runs in
+        float64, and the reference draws no random numbers (float64 draws differ from float32 ones)."""
+        if not self.cfg["fp64_truth"] or self.random_reference:
             return None
         need = 2 * (inputs_mod.nbytes(inputs) + inputs_mod.nbytes(ref_out) + param_bytes(self.model))
         if need > self.cfg["fp64_memory_fraction"] * free_memory(self.device):
@@ -114,8 +116,8 @@ class PairJudge:
         try:
             if self.truth_model is None:
                 self.truth_model = copy.deepcopy(self.model).double()
-            with torch.no_grad(), self.phase("correctness.truth"):
-                return self.truth_model(*check.as_float64(inputs))
+            with self.phase("correctness.truth"):
+                return semantics.call(self.truth_model, check.as_float64(inputs), seed)
         except Exception:  # a model that pins its own dtypes has no float64 form: no truth then
             return None
 
@@ -173,14 +175,26 @@ class PairJudge:
         self.result.compile_s = round(float(reply["build_s"]), 3)
 
     def construct(self, sandbox: Sandbox) -> dict:
-        """Build one worker's model with its own copy of the reference's weights; the reply's payload."""
-        state = sandbox.outbox.state_copy(self.model.state_dict())
+        """Build one worker's model as the judge built its own (semantics.build_model); the reply's payload. The
+        candidate keeps the weights its __init__ made; the reference's worker gets a copy of ours, so that it times
+        exactly the model the judge checks against."""
+        state = sandbox.outbox.state_copy(self.model.state_dict()) if sandbox is self.ref_sandbox else None
         self.hand_over()
         # A candidate may build its extension in __init__: construction gets the build's time limit too.
         reply = sandbox.request("construct", self.cfg["timeout"] + self.cfg["compile_timeout"], init_args=self.init_args,
-                                init_seed=self.cfg["init_seed"], state_dict=state,
+                                init_seed=self.cfg["init_seed"], state_dict=state, mode=self.cfg["mode"],
                                 dtype=None if self.dtype is None else str(self.dtype).removeprefix("torch."))
         return self.expect_ok(reply, sandbox)
+
+    def adopt_reference_weights(self) -> bool:
+        """The second attempt's start: the reference's weights copied over the candidate's own where names and shapes
+        match; True when that changed any of them (else a second attempt would judge the same model again)."""
+        state = self.sandbox.outbox.state_copy(self.model.state_dict())
+        self.hand_over()
+        reply = self.expect_ok(self.sandbox.request("adopt_weights", self.cfg["timeout"], state_dict=state))
+        del state
+        release_cached_memory(self.device, outboxes=self.outboxes())
+        return isinstance(reply, dict) and isinstance(reply.get("changed_tensors"), int) and reply["changed_tensors"] > 0
 
     def expect_ok(self, reply: channel.Reply, sandbox: Sandbox | None = None):
         """The payload of an Ok reply; a Failed one ends the pair with its status."""
@@ -193,11 +207,13 @@ class PairJudge:
             raise Verdict(Status.SKIPPED, f"needs a CUDA GPU, device is cpu ({message})")
         raise Verdict(status, message)
 
-    def run_candidate(self, shared: list, ref_out) -> dict:
-        """One candidate call on the shared inputs; its reply, structure-checked."""
+    def run_candidate(self, shared: list, ref_out, seed: int) -> dict:
+        """One candidate call on the shared inputs, the RNG seeded as for the reference's call; its reply,
+        structure-checked."""
         sizes = [t.numel() * t.element_size() for t in check.items(ref_out)]
         self.hand_over()
-        reply = self.expect_ok(self.sandbox.request("run", self.cfg["timeout"], inputs=shared, poison_sizes=sizes))
+        reply = self.expect_ok(self.sandbox.request("run", self.cfg["timeout"], inputs=shared, poison_sizes=sizes,
+                                                    seed=seed))
         problem = check.structure_problem(ref_out, reply)
         if problem:
             raise Verdict(Status.INCORRECT, problem)
@@ -236,42 +252,11 @@ class PairJudge:
                                              f"(the reference's {gib(reference)}) when the reference side "
                                              f"ran out of memory: {message}")
 
-    # -- correctness -------------------------------------------------------------------------------
+    # -- correctness (judge_trials.Trials) --------------------------------------------------------
 
-    def check_correctness(self) -> None:
-        """Every trial: fresh secret-seeded inputs, exact structure, tolerances, mutation; then flags."""
-        trials = self.cfg["trials"] + self.cfg["wide_trials"]
-        ref_err = new_err = 0.0
-        for trial in range(trials):
-            wide = trial >= self.cfg["trials"]
-            label = f"trial {trial + 1}/{trials}" + (" (wide inputs)" if wide else "")
-            with self.phase("correctness.reference"):
-                inputs = self.make_inputs(trial, wide)
-                ref_out = self.reference(inputs)
-            if trial == 0:
-                self.bytes_moved = inputs_mod.nbytes(inputs) + param_bytes(self.model) + inputs_mod.nbytes(ref_out)
-                self.compute_dtype = roofline.compute_dtype(inputs, model_tensors(self.model), check.items(ref_out))
-            truth = self.truth(inputs, ref_out)
-            try:
-                with self.phase("correctness.candidate"):
-                    shared = self.sandbox.outbox.copies(inputs)
-                    reply = self.run_candidate(shared, ref_out)
-            except Verdict as verdict:
-                verdict.error = f"{label}: {verdict.error}"
-                raise
-            with self.phase("correctness.checks"):
-                if check.mutated_inputs(inputs, shared):
-                    raise Verdict(Status.INCORRECT, f"{label}: the candidate changed its inputs", "input_mutated")
-                self.compare(ref_out, reply["items"], label)
-                if truth is not None:
-                    ref_err, new_err = self.truth_errors(truth, ref_out, reply["items"], ref_err, new_err)
-                if trial == 0:
-                    self.first_trial_guards(shared, inputs, reply, ref_out)
-            del inputs, shared, reply, ref_out, truth
-            with self.phase("correctness.release"):
-                release_cached_memory(self.device, outboxes=self.outboxes())
-        self.result.trials = trials
-        self.flag_precision(ref_err, new_err)
+    def call_seed(self, trial: int) -> int:
+        """The RNG seed both sides' calls of a trial start from (secret, as the trial's inputs)."""
+        return inputs_mod.trial_seed(self.job["secret"], self.job["problem"] + ":call", trial)
 
     def make_inputs(self, trial: int, wide: bool) -> list:
         seed = inputs_mod.trial_seed(self.job["secret"], self.job["problem"], trial)
@@ -283,68 +268,14 @@ class PairJudge:
         except Exception as exc:
             raise Verdict(Status.RUNTIME_ERROR, f"problem's get_inputs() failed: {type(exc).__name__}: {exc}") from None
 
-    def compare(self, ref_out, new_items: list, label: str) -> None:
-        """Each output within tolerance; the worst errors are kept for the result."""
-        for i, (ref, new) in enumerate(zip(check.items(ref_out), new_items)):
-            tol = self.tolerance(ref)
-            verdict = check.compare(ref, new, tol["atol"], tol["rtol"], self.cfg["compare_chunk_elems"])
-            self.result.max_abs_err = max(self.result.max_abs_err or 0.0, verdict.max_abs_err)
-            self.result.max_rel_err = max(self.result.max_rel_err or 0.0, verdict.max_rel_err)
-            if not verdict.ok:
-                prefix = f"{label}: " + (f"output {i}: " if len(new_items) > 1 else "")
-                raise Verdict(Status.INCORRECT, prefix + verdict.reason)
+    def measure_sizes(self, inputs: list, ref_out) -> None:
+        """Bytes a call moves and the dtype it computes in, for the roofline (from the first trial)."""
+        self.bytes_moved = inputs_mod.nbytes(inputs) + param_bytes(self.model) + inputs_mod.nbytes(ref_out)
+        self.compute_dtype = roofline.compute_dtype(inputs, model_tensors(self.model), check.items(ref_out))
 
     def tolerance(self, ref: torch.Tensor) -> dict:
         """{atol, rtol} for this problem and the reference output's dtype."""
         return tolerance_for(self.cfg, self.job["problem"], str(ref.dtype).removeprefix("torch."))
-
-    def truth_errors(self, truth, ref_out, new_items, ref_err: float, new_err: float):
-        """Running maxima of the reference's and the candidate's normalized error against float64."""
-        for t, ref, new in zip(check.items(truth), check.items(ref_out), new_items):
-            if not ref.is_floating_point():  # integer and bool outputs are exact: no error to measure
-                continue
-            tol = self.tolerance(ref)
-            args = (tol["atol"], tol["rtol"], self.cfg["compare_chunk_elems"])
-            ref_err = max(ref_err, check.normalized_error(ref, t, *args))
-            new_err = max(new_err, check.normalized_error(new, t, *args))
-        self.result.ref_err_vs_fp64, self.result.new_err_vs_fp64 = ref_err, new_err
-        return ref_err, new_err
-
-    def flag_precision(self, ref_err: float, new_err: float) -> None:
-        """reduced_precision: far less accurate than the reference and a visible share of the tolerance."""
-        if new_err > 0.01 and new_err > self.cfg["reduced_precision_ratio"] * ref_err:
-            self.result.flags.append("reduced_precision")
-
-    def first_trial_guards(self, shared: list, inputs: list, reply: dict, ref_out) -> None:
-        """Aliasing (outputs that change when inputs are overwritten) and run-to-run determinism."""
-        if reply.get("aliases_input") or check.aliases_input(reply["items"], shared, inputs):
-            self.result.flags.append("output_aliases_input")
-        again = self.run_candidate(shared, ref_out)
-        if all(check.same_bits(a, b) for a, b in zip(reply["items"], again["items"])):
-            return
-        chunk = self.cfg["compare_chunk_elems"]
-        spread = max(check.max_difference(a, b, chunk) for a, b in zip(reply["items"], again["items"]))
-        if spread < float("inf") and (self.share_of_tolerance(ref_out, reply["items"], again["items"])
-                                      < NONDETERMINISM_SHARE):
-            return  # rounding-level differences (a NaN in one run only is never that)
-        ref_again = self.reference(inputs)  # only now: most candidates give the same bits twice
-        ref_spread = max(check.max_difference(a, b, chunk) for a, b in zip(check.items(ref_out), check.items(ref_again)))
-        del ref_again
-        if spread > NONDETERMINISM_RATIO * ref_spread:  # cuDNN's own run-to-run differences are no finding
-            self.result.flags.append("nondeterministic")
-
-    def share_of_tolerance(self, ref_out, first: list, second: list) -> float:
-        """The largest difference between two runs' outputs as a share of the tolerance (1.0: at its edge); infinite
-        for integer or bool outputs that differ."""
-        worst = 0.0
-        for ref, a, b in zip(check.items(ref_out), first, second):
-            if not (a.is_floating_point() or a.is_complex()):
-                if not torch.equal(a, b):
-                    return float("inf")
-                continue
-            tol = self.tolerance(ref)
-            worst = max(worst, check.normalized_error(b, a, tol["atol"], tol["rtol"], self.cfg["compare_chunk_elems"]))
-        return worst
 
     # -- the whole pair ----------------------------------------------------------------------------
 
@@ -376,7 +307,7 @@ class PairJudge:
             with self.phase("workers"):
                 self.start_workers()
             with self.phase("correctness"):
-                self.check_correctness()
+                self.trials.run()
             PairTiming(self).time_pair()
         except Verdict as verdict:
             self.end_with(verdict)
@@ -498,8 +429,6 @@ def main() -> None:
         os._exit(0)
     waited_s = max(0.0, time.time() - job.get("sent_at", time.time()))  # for a judge still starting up
     report.send(workers=[w.proc.pid for w in workers])  # each leads its own process group
-    torch.backends.cuda.matmul.allow_tf32 = False  # the reference in full float32
-    torch.backends.cudnn.allow_tf32 = False
     try:
         judge = PairJudge(job, workers, helpers, report)
         judge.result.phases_s = {"judge_start": round(waited_s, 3), **start_up.phases(job.get("sent_at"))}

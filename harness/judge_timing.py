@@ -20,7 +20,8 @@ from harness import check, procs, roofline, stats, timing
 from harness.clocks import ClockMonitor
 from harness.gpu_probe import GpuProbe, ProbeUnavailable
 from harness.judges import CONFIRM_PAUSE_S, CONFIRM_ROUNDS  # part of the timing stage's deadline there
-from harness.records import Status, Verdict, one_line
+from harness.records import one_line
+from harness.verdict import Status, Verdict
 
 
 TIMED_CHECK_SHARE = 0.1  # share of timing rounds whose candidate output is checked (secretly chosen), plus the last
@@ -213,7 +214,7 @@ class PairTiming:
             self.result.timing_rounds = 0
             return
         self.check_timed_output(len(ref_ms) - 1)
-        self.result.timed_outputs_checked = len(checked) + 1
+        self.result.timed_outputs_checked = 0 if self.judge.random_reference else len(checked) + 1
         self.record_timing(ref_ms, new_ms, tight, clocks)
         judge_timer = timing.Timer(self.device, cfg["cold_cache"], cfg["launch_lead_us"])
         self.result.judge_wall_ms = statistics.median(new_judged)
@@ -324,7 +325,10 @@ class PairTiming:
             torch.cuda.ipc_collect()
 
     def check_timed_output(self, index: int) -> None:
-        """The candidate's last timed output of round `index` must be right for that round's inputs."""
+        """The candidate's last timed output of round `index` must be right for that round's inputs (not checkable
+        when the reference draws random numbers: its timed calls are not seeded)."""
+        if self.judge.random_reference:
+            return
         with self.phase("timing.checks"):
             self.compare_timed_output(index)
             # The reference's output (and what it needed on the way) back to the GPU: kept, it would leave the workers'
@@ -338,7 +342,8 @@ class PairTiming:
         if problem:
             raise Verdict(Status.INCORRECT, f"timing round {index + 1}: {problem}", "wrong_timed_output")
         try:
-            self.judge.compare(ref_out, reply["items"], f"timing round {index + 1}")
+            self.judge.trials.check_outputs(self.round_inputs, ref_out, reply, f"timing round {index + 1}", None,
+                                            truth_always=False)
         except Verdict as verdict:
             verdict.flags.append("wrong_timed_output")
             raise

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from harness.judge_factory import FactoryGone, JudgeFactory
-from harness.records import Result, Status, failure
+from harness.records import Result, failure
+from harness.verdict import Status
 
 ROOT = Path(__file__).resolve().parent.parent
 # timer_tampering must show again in CONFIRM_ROUNDS rounds after a pause of CONFIRM_PAUSE_S (judge_timing).

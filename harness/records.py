@@ -1,54 +1,17 @@
-"""The result schema: statuses, flags and the one Result written per (problem, solution) pair."""
+"""The result schema: the one Result written per (problem, solution) pair, and its version (statuses and flags:
+harness.verdict)."""
 from __future__ import annotations
 
 import dataclasses
-import enum
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
 from harness import store
 from harness.errors import UserError
+from harness.verdict import Status
 
 SCHEMA_VERSION = 1  # of results.jsonl records and leaderboard rows; readers refuse versions they do not know
-
-
-class Status(str, enum.Enum):
-    """The verdict of one pair; exactly one per Result."""
-
-    CORRECT = "correct"
-    INCORRECT = "incorrect"
-    COMPILE_ERROR = "compile_error"
-    RUNTIME_ERROR = "runtime_error"
-    TIMEOUT = "timeout"
-    CRASH = "crash"
-    SKIPPED = "skipped"
-    HARNESS_ERROR = "harness_error"  # the harness failed (its own exception, a judge that died): not the candidate
-
-    def __str__(self) -> str:  # "correct", in f-strings and tables alike
-        return self.value
-
-    __format__ = str.__format__
-
-
-# Flags add what is suspicious without deciding the status.
-FLAGS = (
-    "input_mutated",
-    "output_aliases_input",
-    "reduced_precision",
-    "no_custom_kernel",
-    "timer_tampering",
-    "excessive_speedup",
-    "below_roofline",
-    "nondeterministic",
-    "wrong_timed_output",
-    "noisy_timing",
-    "throttled",
-    "interference",
-)
-
-
-WORKER_STATUSES = (Status.COMPILE_ERROR.value, Status.RUNTIME_ERROR.value)  # what a worker's reply may claim
 
 
 class SchemaError(UserError):
@@ -60,14 +23,6 @@ def check_schema_version(version: Any, where: str) -> None:
     if version != SCHEMA_VERSION:
         raise SchemaError(f"{where}: schema_version {version!r}; this harness reads version {SCHEMA_VERSION} "
                           f"(results written by another version of the harness: read them with that version)")
-
-
-class Verdict(Exception):
-    """Ends the judging of a pair early with a status (the run goes on)."""
-
-    def __init__(self, status: Status, error: str, *flags: str):
-        super().__init__(error)
-        self.status, self.error, self.flags = status, error, list(flags)
 
 
 @dataclass
@@ -129,6 +84,9 @@ class Result:
     backend: Optional[str] = None  # triton, cuda, cpp or torch: from the source, and the runtime trace
     phases_s: Optional[dict] = None  # wall seconds of each judge phase, where the pair's time went
     overrides: Optional[dict] = None  # the module constants set for this pair (--set, a manifest entry's set)
+    mode: Optional[str] = None  # the modules' mode: `constructed` (KernelBench's: training unless __init__ says) or eval
+    problem_findings: list = field(default_factory=list)  # what makes the problem degenerate (the lint's findings)
+    notes: list = field(default_factory=list)  # how the pair was judged where it differs from the usual
     # Provenance per record, so that tables rebuild from results.jsonl alone.
     torch_version: Optional[str] = None
     cuda_version: Optional[str] = None

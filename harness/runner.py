@@ -15,7 +15,8 @@ from typing import Callable, Optional
 from harness import builds, discover, environment, judges, records, schedulers, store
 from harness.config import config_hash
 from harness.environment import ROOT
-from harness.records import Result, Status, failure
+from harness.records import Result, failure
+from harness.verdict import Status
 from harness.procs import make_undumpable
 from harness.schedulers import PlannedPair
 

@@ -23,7 +23,7 @@ import torch
 
 from harness import channel, confine, handover, procs
 from harness.procs import make_undumpable
-from harness.records import Status
+from harness.verdict import Status
 
 ROOT = Path(__file__).resolve().parent.parent
 STALL_S = 30  # a message to or from a worker that stops moving for this long ends the pair

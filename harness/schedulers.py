@@ -17,7 +17,8 @@ from typing import Callable, Optional
 
 from harness import builds, discover, judges
 from harness.environment import ROOT, UsageError
-from harness.records import Result, Status, failure
+from harness.records import Result, failure
+from harness.verdict import Status
 
 
 @dataclass

@@ -15,11 +15,12 @@ import signal
 import traceback
 
 from harness import timing  # first: binds the timers before any candidate code can patch them
-from harness import channel, handover
+from harness import channel, handover, semantics
 from harness.inputs import MovingCopies, indexed
 from harness.load import load_module
 
 import torch
+from torch.multiprocessing.reductions import StorageWeakRef
 
 BUILDS = {"seconds": 0.0, "error": None}  # time in, and the last failure of, extension builds
 POISON_BYTE = 0xFF  # all-ones is NaN in float16, bfloat16, float32 and float64
@@ -108,6 +109,7 @@ class Worker:
         self.build_lock = None
         self.held = []  # outputs the judge may still be reading
         self.timing_inputs = self.moving_inputs = None
+        self.outputs = EarlierOutputs()
 
     def settle(self) -> None:
         """Wait for this process's GPU work, the driver's part of closing mappings included, before replying."""
@@ -126,20 +128,15 @@ class Worker:
             return channel.failed("compile_error", f"the candidate defines no class {class_name}")
         return channel.ok({"build_s": BUILDS["seconds"]})
 
-    def op_construct(self, init_args: list, init_seed: int, state_dict: dict, dtype: str | None = None):
-        """Build ModelNew with the problem's init inputs and the reference's weights where they match,
-        in `dtype` when the run asks for one (--precision), as the reference is."""
+    def op_construct(self, init_args: list, init_seed: int, state_dict: dict | None = None, dtype: str | None = None,
+                     mode: str = "constructed"):
+        """Build the model as harness.semantics says (the problem's init inputs under the init seed, in `mode`, in
+        `dtype` when the run asks for one: --precision); with `state_dict`, its weights are copied in where they match
+        (the reference's worker always; the candidate's only on a second attempt: op_adopt_weights)."""
         try:
-            torch.manual_seed(init_seed)
-            with torch.device(self.device):
-                model = getattr(self.module, self.class_name)(*init_args)
-            if isinstance(model, torch.nn.Module):
-                copied = copy_matching(model, state_dict)
-                model = model.to(self.device).eval()
-                if dtype in ("float16", "bfloat16"):
-                    model = model.to(getattr(torch, dtype))
-            else:
-                copied = 0
+            model = semantics.build_model(getattr(self.module, self.class_name), init_args, init_seed, self.device,
+                                          mode, getattr(torch, dtype) if dtype in ("float16", "bfloat16") else None)
+            copied = copy_matching(model, state_dict)[0] if state_dict and isinstance(model, torch.nn.Module) else 0
         except BaseException as exc:
             if BUILDS["error"]:  # an extension built in __init__ failed: a compile error, not a runtime one
                 return channel.failed("compile_error", f"extension build in {self.class_name}(...) failed: " + BUILDS["error"])
@@ -149,17 +146,27 @@ class Worker:
         self.model = model
         return channel.ok({"copied_tensors": copied, "build_s": BUILDS["seconds"]})
 
-    def op_run(self, inputs: list, poison_sizes: list):
-        """One forward call on fresh inputs, with freed memory poisoned first."""
+    def op_adopt_weights(self, state_dict: dict):
+        """The reference's weights copied over the model's own same-named, same-shaped ones: the second attempt for a
+        candidate whose __init__ drew its parameters in another order. Reports how many entries it changed."""
+        if not isinstance(self.model, torch.nn.Module):
+            return channel.ok({"copied_tensors": 0, "changed_tensors": 0})
+        copied, changed = copy_matching(self.model, state_dict)
+        return channel.ok({"copied_tensors": copied, "changed_tensors": changed})
+
+    def op_run(self, inputs: list, poison_sizes: list, seed: int | None = None):
+        """One forward call on fresh inputs, with freed memory poisoned first and the RNG seeded as the reference's
+        call was (harness.semantics.call)."""
         self.held = []
         poison_free_memory(self.device, poison_sizes)
         try:
-            with torch.no_grad():
-                out = self.model(*inputs)
+            out = semantics.call(self.model, inputs, seed)
             self.timer.sync()
         except BaseException as exc:
             return channel.failed("runtime_error", "forward raised " + describe(exc))
         reply = package(out, inputs)
+        reply["reused_storage"] = self.outputs.returned_before(out)
+        self.outputs.remember(out)
         self.held = [out, inputs]
         return channel.ok(reply)
 
@@ -259,17 +266,40 @@ class Worker:
         return channel.ok({"peak_mem_mb": timing.peak_memory_mb(self.device)})
 
 
-def copy_matching(model: torch.nn.Module, reference: dict) -> int:
-    """Copy reference tensors into same-named, same-shaped entries of the candidate's state dict."""
-    copied = 0
+def copy_matching(model: torch.nn.Module, reference: dict) -> tuple[int, int]:
+    """Copy reference tensors into same-named, same-shaped entries of the model's state dict: (entries copied, entries
+    whose values that changed)."""
+    copied = changed = 0
     with torch.no_grad():
         for name, tensor in model.state_dict().items():
             ref = reference.get(name)
             same_kind = ref is not None and (ref.dtype == tensor.dtype or ref.is_floating_point() and tensor.is_floating_point())
             if same_kind and ref.shape == tensor.shape:  # (float dtypes may differ under --precision)
+                changed += not torch.equal(tensor, ref.to(device=tensor.device, dtype=tensor.dtype))
                 tensor.copy_(ref)
                 copied += 1
-    return copied
+    return copied, changed
+
+
+class EarlierOutputs:
+    """The storages of the last call's outputs, weakly held: an output whose storage is one of them, still alive, was
+    returned before (a cached result), since memory in use is never handed out twice."""
+
+    def __init__(self):
+        self.storages = []  # (data pointer, StorageWeakRef)
+
+    def returned_before(self, out) -> bool:
+        return any(not ref.expired() and ptr == x.untyped_storage().data_ptr()
+                   for x in tensors_of(out) for ptr, ref in self.storages)
+
+    def remember(self, out) -> None:
+        self.storages = [(x.untyped_storage().data_ptr(), StorageWeakRef(x.untyped_storage())) for x in tensors_of(out)]
+
+
+def tensors_of(out) -> list:
+    """The tensors among a call's outputs."""
+    items = out if type(out) in (tuple, list) else [out]
+    return [x for x in items if isinstance(x, torch.Tensor)]
 
 
 def poison_free_memory(device: torch.device, sizes: list) -> None:
@@ -361,8 +391,6 @@ def main() -> None:
     the environment (its channel's address and key)."""
     die_with_parent()
     instrument_builds()
-    torch.backends.cuda.matmul.allow_tf32 = False  # the judge's settings: full float32 unless code opts in
-    torch.backends.cudnn.allow_tf32 = False
     conn = channel.connect(os.environ["HARNESS_SOCKET"], bytes.fromhex(os.environ.pop("HARNESS_AUTHKEY")))
     greeting = conn.recv()
     if greeting[0] == "warm_up":  # started ahead of its pair: the judge says when (no pair is timed then)

@@ -32,6 +32,33 @@ def test_wide_inputs_leave_the_unit_interval_and_spare_integer_tensors():
     assert torch.equal(wide[1], torch.arange(5))
 
 
+def structured_inputs():
+    """Tensors whose structure the problem made on purpose, and one plain draw."""
+    a = torch.randn(16, 16)
+    return [(a + a.T) / 2, torch.tril(torch.randn(16, 16)), torch.rand(64).exp(), torch.randint(0, 5, (32,)).float(),
+            torch.randn(4, 10).softmax(dim=-1), torch.rand(8, 8).cuda() if torch.cuda.is_available() else torch.rand(8, 8).cpu()]
+
+
+def test_wide_inputs_keep_the_structure_the_problem_made():
+    plain, wide = (inputs.make_inputs(problem(structured_inputs), 11, torch.device("cpu"), scale) for scale in (None, 3.0))
+    symmetric, lower, positive, labels, probabilities, drawn = wide
+    assert torch.equal(symmetric, symmetric.T) and not torch.allclose(symmetric, plain[0])
+    assert torch.equal(lower, torch.tril(lower)) and lower.abs().max() > plain[1].abs().max()
+    assert positive.min() > 0 and positive.max() > 3 * plain[2].max() * 0.99
+    assert torch.equal(labels, plain[3]) and torch.equal(probabilities, plain[4])  # labels and probabilities as they are
+    assert drawn.min() < 0 < drawn.max() and 2.0 < drawn.std() < 4.0  # a plain draw: both signs, std ~ the scale
+
+
+def test_the_draw_tracker_follows_a_draw_through_moves_and_not_through_changes():
+    tracker = inputs.DrawTracker()
+    with tracker:
+        moved = torch.randn(4, 4).float().contiguous().T
+        changed, redrawn = torch.rand(4).abs_(), torch.empty(4).normal_()
+        made = torch.rand(4) * 2
+    assert tracker.is_plain_draw(moved) and tracker.is_plain_draw(redrawn)
+    assert not tracker.is_plain_draw(changed) and not tracker.is_plain_draw(made)
+
+
 def test_precision_casts_float_inputs_only():
     cast = inputs.make_inputs(UNIT, 7, torch.device("cpu"), dtype=torch.bfloat16)
     assert cast[0].dtype == torch.bfloat16 and cast[1].dtype == torch.int64

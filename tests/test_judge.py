@@ -3,7 +3,7 @@ import pytest
 
 from harness.builds import first_compiler_error
 from harness.judge_timing import plausible_sample
-from harness.records import Verdict
+from harness.verdict import Verdict
 
 
 def test_worker_timing_samples_must_be_plausible():

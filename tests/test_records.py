@@ -5,7 +5,8 @@ import pytest
 
 from harness import records, store
 from harness.errors import UserError
-from harness.records import Result, Status
+from harness.records import Result
+from harness.verdict import Status
 
 
 def test_status_is_typed_and_reads_as_its_name():

@@ -3,7 +3,8 @@ import pandas as pd
 from rich.console import Console
 
 from harness import gate, report
-from harness.records import Result, Status
+from harness.records import Result
+from harness.verdict import Status
 
 
 def results():

@@ -258,7 +258,7 @@ def test_each_sides_window_follows_its_own_copy_of_the_rounds_inputs():
                                   timed_outputs_checked=None, judge_wall_ms=None, ref_batch=1)
     pair.ref_sandbox, pair.sandbox = FakeWorker("ref"), FakeWorker("new")
     pair.judge = SimpleNamespace(make_inputs=lambda seed, wide: [torch.full((4,), float(seed))],
-                                 ref_schedule=procs.Schedule.read(os.getpid()))
+                                 ref_schedule=procs.Schedule.read(os.getpid()), random_reference=False)
     pair.reference_side = contextlib.nullcontext
     pair.phase = lambda name: contextlib.nullcontext()
     pair.expect_ok, pair.hand_over = (lambda reply: reply), (lambda: None)

@@ -37,8 +37,20 @@ def test_package_names_non_tensors_and_copies_aliases():
 def test_copy_matching_copies_same_named_same_shaped_tensors():
     model = torch.nn.Linear(4, 2)
     reference = {"weight": torch.ones(2, 4), "bias": torch.ones(3)}  # bias shape differs: left alone
-    assert worker.copy_matching(model, reference) == 1
+    assert worker.copy_matching(model, reference) == (1, 1)  # (copied, changed)
     assert torch.equal(model.weight, torch.ones(2, 4)) and not torch.equal(model.bias, torch.ones(2))
+    assert worker.copy_matching(model, reference) == (1, 0)  # the same values again: nothing changed
+
+
+def test_an_output_whose_storage_an_earlier_call_returned_is_known():
+    earlier, cached = worker.EarlierOutputs(), torch.ones(4)
+    earlier.remember(cached)
+    assert earlier.returned_before(cached) and earlier.returned_before((cached[1:], 2))  # a view of it too
+    fresh = torch.ones(4)
+    assert not earlier.returned_before(fresh)
+    earlier.remember(fresh)
+    del fresh  # freed: memory at its address may be handed out again, to an honest new output
+    assert not earlier.returned_before(torch.ones(4))
 
 
 class OneRequest:

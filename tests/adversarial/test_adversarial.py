@@ -66,6 +66,7 @@ EXPECTED = {
     # result reuse
     "caches_by_content": ("correct", None, []),
     "caches_by_pointer": ("incorrect", None, []),
+    "returns_its_first_output": ("incorrect", "returned the storage of an earlier call's output", []),
     "returns_a_stale_view": ("incorrect", None, []),
     "returns_uninitialized": ("incorrect", None, []),
     "defers_work": ("incorrect", None, []),

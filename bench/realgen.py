@@ -1,0 +1,283 @@
+#!/usr/bin/env python3
+"""Real LLM-written KernelBench candidates, judged by this harness and by KernelBench's own `eval_kernel_against_ref`
+on the same GPU, and a table of both verdicts with an explanation for every disagreement.
+
+The corpus is rebuilt from bench/realgen/manifest.csv by bench/realgen_corpus.py (public repositories, fetched first);
+KernelBench's evaluator is its own src/kernelbench/{eval,timing}.py, copied from its repository by `prepare`. Neither
+is committed. On a GPU machine, in this order (each step resumes where it stopped, so it can span several calls):
+
+  python3 bench/realgen.py prepare --kb-mirror MIRROR/ScalingIntelligence+KernelBench/repo   (here: copies eval.py)
+  python3 bench/realgen.py harness --out DIR [--limit N]       run.py --manifest ... --out DIR/harness --resume
+  python3 bench/realgen.py kernelbench --out DIR [--limit N]   each pair in a process of its own -> DIR/kernelbench.jsonl
+  python3 bench/realgen.py table --out DIR                     DIR/table.md and DIR/table.csv
+
+KernelBench's evaluator runs as its scripts run it (5 correctness trials, 100 timed trials, cuda_event timing, seed
+42), against the same problem file, with the harness's build of the candidate where there is one (same sources and
+flags: ninja finds nothing to do). Its package __init__ (LLM clients) is not imported: `dataset` and `utils` get
+stand-ins, and eval.py needs pydantic (carry it as a wheel on the GPU machine).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT / ".corpus" / "realgen"
+KB_SOURCE = ROOT / ".corpus" / "kernelbench"
+EXPLANATIONS = ROOT / "bench" / "realgen" / "explanations.csv"
+KB_FILES = ("src/kernelbench/eval.py", "src/kernelbench/timing.py")
+KB_TIMEOUT_S = 600
+
+
+def corpus_rows(corpus: Path) -> list[dict]:
+    """pairs.csv rows (problem, candidate, id, level, problem_id), joined with the manifest's source columns."""
+    manifest = {r["id"]: r for r in csv.DictReader((ROOT / "bench" / "realgen" / "manifest.csv").open())}
+    rows = list(csv.DictReader((corpus / "pairs.csv").open()))
+    return [{**manifest[r["id"]], **r} for r in rows]
+
+
+def ordered(rows: list[dict], limit: int | None) -> list[dict]:
+    """A fixed shuffle, so that a first slice of the corpus is a sample of all its sources and levels."""
+    rows = sorted(rows, key=lambda r: r["id"])
+    random.Random(36).shuffle(rows)
+    return rows[:limit] if limit else rows
+
+
+def prepare(args) -> None:
+    """Copy KernelBench's evaluator (eval.py, timing.py) out of its mirror into .corpus/kernelbench/."""
+    KB_SOURCE.mkdir(parents=True, exist_ok=True)
+    for path in KB_FILES:
+        text = subprocess.run(["git", "--git-dir", args.kb_mirror, "show", f"{args.kb_commit}:{path}"],
+                              capture_output=True, text=True, check=True).stdout
+        (KB_SOURCE / Path(path).name).write_text(text)
+    (KB_SOURCE / "COMMIT").write_text(subprocess.run(["git", "--git-dir", args.kb_mirror, "rev-parse", args.kb_commit],
+                                                     capture_output=True, text=True, check=True).stdout)
+    print(f"KernelBench's evaluator at {(KB_SOURCE / 'COMMIT').read_text().strip()} -> {KB_SOURCE}")
+
+
+def run_harness(args) -> int:
+    """The harness on the corpus (its first --limit pairs), as a user runs it: run.py --manifest, no --device."""
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = out / "harness_manifest.csv"
+    with manifest.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["problem", "candidate"])
+        for row in ordered(corpus_rows(args.corpus), args.limit):
+            writer.writerow([str(args.corpus / row["problem"]), str(args.corpus / row["candidate"])])
+    command = [sys.executable, "run.py", "--manifest", str(manifest), "--out", str(out / "harness"), "--resume"]
+    return subprocess.run(command, cwd=ROOT).returncode
+
+
+def run_kernelbench(args) -> None:
+    """KernelBench's evaluator on each pair not yet in DIR/kernelbench.jsonl, one process a pair (a crash or a hang is
+    that pair's record), sequentially on the GPU."""
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    done_path = out / "kernelbench.jsonl"
+    done = {json.loads(line)["id"] for line in done_path.read_text().splitlines()} if done_path.exists() else set()
+    for row in ordered(corpus_rows(args.corpus), args.limit):
+        if row["id"] in done:
+            continue
+        started = time.monotonic()
+        env = {**os.environ, "TORCH_CUDA_ARCH_LIST": os.environ.get("TORCH_CUDA_ARCH_LIST", "9.0")}
+        try:
+            proc = subprocess.run([sys.executable, __file__, "kb-one", "--problem", str(args.corpus / row["problem"]),
+                                   "--candidate", str(args.corpus / row["candidate"]), "--backend", row["backend"]],
+                                  capture_output=True, text=True, timeout=KB_TIMEOUT_S, env=env, cwd=ROOT)
+            record = last_json_line(proc.stdout) or {"error": f"exit {proc.returncode}: {proc.stderr[-300:]}"}
+        except subprocess.TimeoutExpired:
+            record = {"error": f"no result within {KB_TIMEOUT_S} s"}
+        record.update(id=row["id"], wall_s=round(time.monotonic() - started, 1))
+        with done_path.open("a") as f:
+            f.write(json.dumps(record) + "\n")
+        print(f"{row['id']}: {summary(record)}", flush=True)
+
+
+def last_json_line(text: str):
+    for line in reversed(text.strip().splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    return None
+
+
+def summary(record: dict) -> str:
+    if "error" in record:
+        return record["error"][:120]
+    return f"compiled={record['compiled']} correct={record['correct']} speedup={record.get('speedup')}"
+
+
+def kb_one(args) -> None:
+    """One pair through KernelBench's eval_kernel_against_ref, printed as one JSON line."""
+    import torch
+
+    kb_eval = load_kernelbench()
+    candidate = Path(args.candidate).read_text()
+    build_dir = harness_build_dir(candidate) or str(Path(args.candidate).with_suffix(".kb-build").resolve())
+    torch.cuda.reset_peak_memory_stats()
+    result = kb_eval.eval_kernel_against_ref(
+        Path(args.problem).read_text(), candidate, seed_num=42, num_correct_trials=5, num_perf_trials=100,
+        measure_performance=True, timing_method="cuda_event", build_dir=build_dir, device=torch.device("cuda:0"),
+        backend="triton" if args.backend == "triton" else "cuda", precision=torch.float32)
+    if result is None:  # its "lock file error, please retry"
+        print(json.dumps({"error": "KernelBench asked for a retry (lock file)"}))
+        return
+    meta = {k: str(v)[:300] for k, v in result.metadata.items() if k not in ("runtime_error_traceback",)}
+    speedup = result.ref_runtime / result.runtime if result.runtime > 0 and result.ref_runtime > 0 else None
+    print(json.dumps({"compiled": result.compiled, "correct": result.correctness, "runtime_ms": result.runtime,
+                      "ref_runtime_ms": result.ref_runtime, "speedup": speedup, "metadata": meta,
+                      "peak_mem_mb": round(torch.cuda.max_memory_allocated() / 2**20, 1)}))
+
+
+def load_kernelbench():
+    """KernelBench's eval module, imported as the package `kernelbench` without its __init__ (which imports its LLM
+    clients); `dataset` is a stand-in (eval imports it, the evaluation never uses it) and `utils` holds the one
+    function the evaluation calls."""
+    import importlib
+    import types
+
+    import torch
+
+    package = types.ModuleType("kernelbench")
+    package.__path__ = [str(KB_SOURCE)]
+    utils = types.ModuleType("kernelbench.utils")
+    utils.get_gpu_vendor = lambda device=None: ("nvidia" if "NVIDIA" in torch.cuda.get_device_name(device).upper()
+                                                else "unknown")
+    sys.modules.update({"kernelbench": package, "kernelbench.utils": utils,
+                        "kernelbench.dataset": types.ModuleType("kernelbench.dataset")})
+    return importlib.import_module("kernelbench.eval")
+
+
+def harness_build_dir(source: str):
+    """The harness's build folder for this candidate source (builds.source_folder), if it built one."""
+    sys.path.insert(0, str(ROOT))
+    from harness.discover import sha256_text
+
+    found = sorted((ROOT / ".cache" / "builds").glob(f"*/{sha256_text(source)[:16]}"))
+    return str(found[0]) if found else None
+
+
+# -- the table ---------------------------------------------------------------------------------------------------
+
+
+def make_table(args) -> None:
+    """Both verdicts per pair, with an explanation for each disagreement: DIR/table.csv and DIR/table.md."""
+    out = Path(args.out)
+    harness = {r["solution"]: r for r in read_jsonl(out / "harness" / "results.jsonl")}
+    kernelbench = {r["id"]: r for r in read_jsonl(out / "kernelbench.jsonl")}
+    notes = {r["id"]: r for r in csv.DictReader(EXPLANATIONS.open())} if EXPLANATIONS.exists() else {}
+    rows = []
+    for row in ordered(corpus_rows(args.corpus), None):
+        ours, theirs = harness.get(row["id"]), kernelbench.get(row["id"])
+        if ours is None or theirs is None:
+            continue
+        kind, why = explain(ours, theirs, notes.get(row["id"]))
+        rows.append({"id": row["id"], "source": row["source"], "level": row["level"], "problem": Path(row["problem"]).stem,
+                     "backend": row["backend"], "source_correct": row["source_correct"],
+                     "kernelbench": kb_verdict(theirs), "kb_speedup": fmt(theirs.get("speedup")),
+                     "harness": ours["status"], "flags": ";".join(ours["flags"]), "speedup": fmt(ours.get("speedup")),
+                     "ci": ci(ours), "kind": kind, "explanation": why})
+    write_table(out, rows)
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def kb_verdict(record: dict) -> str:
+    """KernelBench's verdict in the harness's words: correct, incorrect, compile_error or runtime_error."""
+    if "error" in record:
+        return "crash"
+    if not record["compiled"]:
+        return "compile_error"
+    if record["correct"]:
+        return "correct"
+    return "runtime_error" if "runtime_error" in record.get("metadata", {}) else "incorrect"
+
+
+def explain(ours: dict, theirs: dict, note) -> tuple[str, str]:
+    """(kind, explanation): agree; a, the harness caught a hack KernelBench misses; b, the environment or a deliberate
+    rule differs; c, a harness bug. A reviewed note (bench/realgen/explanations.csv) wins over the rules here."""
+    ours_ok, theirs_ok = ours["status"] == "correct", kb_verdict(theirs) == "correct"
+    if note:
+        return note["kind"], note["explanation"]
+    if ours_ok == theirs_ok:
+        return "agree", ""
+    reason, flags = ours.get("error") or "", set(ours["flags"])
+    if theirs_ok:
+        for marker, hack in (("input_mutated", "changes its inputs"), ("wrong_timed_output", "wrong only when timed"),
+                             ("earlier call's output", "returns an earlier call's output (result caching)"),
+                             ("wide inputs", "right only on the inputs get_inputs() draws, wrong on wider ones"),
+                             ("no subclass", "returns a tensor subclass")):
+            if marker in flags or marker in reason:
+                return "a", hack
+        return "unexplained", f"harness {ours['status']}: {reason[:160]}"
+    if "accurate_vs_fp64" in flags:
+        return "b", "at least as accurate as the reference against float64 (the reference's own error is no fault)"
+    if "weights_copied" in flags:
+        return "b", "correct with the reference's weights (its own drew them in another order)"
+    return "unexplained", f"KernelBench {kb_verdict(theirs)}: {json.dumps(theirs.get('metadata', {}))[:160]}"
+
+
+def fmt(value) -> str:
+    return "" if value is None else f"{value:.3f}"
+
+
+def ci(record: dict) -> str:
+    low, high = record.get("speedup_ci_low"), record.get("speedup_ci_high")
+    return "" if low is None or high is None else f"[{low:.3f}, {high:.3f}]"
+
+
+def write_table(out: Path, rows: list[dict]) -> None:
+    """The CSV, and a markdown page with the counts and every row."""
+    if not rows:
+        print("no pair judged by both yet")
+        return
+    with (out / "table.csv").open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    kinds = {}
+    for r in rows:
+        kinds[r["kind"]] = kinds.get(r["kind"], 0) + 1
+    both = sum(r["harness"] == "correct" and r["kernelbench"] == "correct" for r in rows)
+    lines = [f"# Real generations: this harness and KernelBench's eval_kernel_against_ref", "",
+             f"{len(rows)} pairs judged by both; both correct: {both}; " + ", ".join(f"{k}: {n}" for k, n in sorted(kinds.items())),
+             "", "| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
+    lines += ["| " + " | ".join(str(r[c]).replace("|", "/") for c in rows[0]) + " |" for r in rows]
+    (out / "table.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines[:3]))
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="step", required=True)
+    step = sub.add_parser("prepare", help="copy KernelBench's evaluator out of its mirror")
+    step.add_argument("--kb-mirror", required=True)
+    step.add_argument("--kb-commit", default="HEAD")
+    for name in ("harness", "kernelbench", "table"):
+        step = sub.add_parser(name)
+        step.add_argument("--out", required=True)
+        step.add_argument("--corpus", type=Path, default=CORPUS)
+        step.add_argument("--limit", type=int, default=None, help="the first N pairs of the fixed shuffle")
+    step = sub.add_parser("kb-one")
+    for name in ("--problem", "--candidate", "--backend"):
+        step.add_argument(name, required=True)
+    args = parser.parse_args(argv)
+    if args.step == "harness":
+        sys.exit(run_harness(args))
+    {"prepare": prepare, "kernelbench": run_kernelbench, "table": make_table, "kb-one": kb_one}[args.step](args)
+
+
+if __name__ == "__main__":
+    main()

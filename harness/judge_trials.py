@@ -1,0 +1,215 @@
+"""The correctness phase of a pair: trials on fresh secret-seeded inputs; each output compared with the reference's
+and, where that fails, with the float64 truth; the guards (mutation, aliasing, determinism); the problem's own checks
+(the lint's: is it degenerate?); and a second attempt with the reference's weights.
+
+PairJudge (judge.py) runs it before timing, and PairTiming checks timed outputs with `check_outputs`. It never imports
+judge.py."""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from harness import check, lint
+from harness.judge_timing import release_cached_memory
+from harness.records import one_line
+from harness.verdict import Status, Verdict, flag
+
+NONDETERMINISM_RATIO = 4.0  # run-to-run spread beyond this many times the reference's own: nondeterministic ...
+# ... and at least this share of the tolerance (as for reduced_precision): a spread at the rounding level (the order of
+# cuDNN's atomic adds, which one process's choice of algorithm may have and another's not) is no finding. On the H100,
+# KernelBench's 93_ConvTranspose2d_Add_Min_GELU_Multiply against itself was flagged for two runs 2.4e-7 apart.
+NONDETERMINISM_SHARE = 0.01
+# Findings of one attempt (the second, with the reference's weights, starts without them).
+TRIAL_FLAGS = ("output_aliases_input", "nondeterministic", "reduced_precision", "accurate_vs_fp64")
+RANDOM_REFERENCE = ("the reference draws random numbers (Dropout in training mode, say): each correctness call of "
+                    "both sides was seeded alike, no float64 truth was used, and timed outputs were not checked")
+
+
+class Trials:
+    """The correctness phase of one pair, run by its PairJudge (its workers, inputs, reference and truth)."""
+
+    def __init__(self, judge):
+        self.judge, self.cfg, self.result, self.phase = judge, judge.cfg, judge.result, judge.phase
+        self.problem_checked = False  # the problem's own checks run in the first attempt's first two trials
+        self.findings, self.fingerprints = [], None
+        self.ref_err = self.new_err = 0.0  # running maxima of the errors against float64, in tolerances
+
+    def run(self) -> None:
+        """Every trial with the candidate's own weights (KernelBench's rule). On a wrong value, once more with the
+        reference's weights copied over its same-named ones (a candidate that drew them in another order): a pass then
+        is correct with the flag weights_copied; a failure is the first attempt's verdict."""
+        try:
+            self.all_trials()
+        except Verdict as first:
+            if not first.weights_may_explain or not self.judge.adopt_reference_weights():
+                raise
+            self.forget_findings()
+            try:
+                self.all_trials()
+            except Verdict:
+                raise first from None
+            self.result.flags.append(flag("weights_copied"))
+
+    def all_trials(self) -> None:
+        total = self.cfg["trials"] + self.cfg["wide_trials"]
+        for trial in range(total):
+            self.one_trial(trial, total)
+        self.result.trials = total
+        if self.new_err > 0.01 and self.new_err > self.cfg["reduced_precision_ratio"] * self.ref_err:
+            self.result.flags.append(flag("reduced_precision"))  # far less accurate, and a visible share of the tolerance
+
+    def forget_findings(self) -> None:
+        """What the first attempt found of the candidate, forgotten before the second."""
+        r = self.result
+        r.flags = [f for f in r.flags if f not in TRIAL_FLAGS]
+        r.max_abs_err = r.max_rel_err = r.ref_err_vs_fp64 = r.new_err_vs_fp64 = None
+        self.ref_err = self.new_err = 0.0
+
+    def one_trial(self, trial: int, total: int) -> None:
+        """Fresh secret-seeded inputs, the reference's output, the candidate's, and every check."""
+        wide = trial >= self.cfg["trials"]
+        label = f"trial {trial + 1}/{total}" + (" (wide inputs)" if wide else "")
+        seed = self.judge.call_seed(trial)
+        with self.phase("correctness.reference"):
+            inputs, ref_out = self.reference_trial(trial, wide, seed)
+        if trial == 0:
+            self.judge.measure_sizes(inputs, ref_out)
+        if not self.problem_checked:
+            self.check_problem(trial, total, check.items(ref_out))
+        try:
+            with self.phase("correctness.candidate"):
+                shared = self.judge.sandbox.outbox.copies(inputs)
+                reply = self.judge.run_candidate(shared, ref_out, seed)
+        except Verdict as verdict:
+            verdict.error = f"{label}: {verdict.error}"
+            raise
+        with self.phase("correctness.checks"):
+            if check.mutated_inputs(inputs, shared):
+                raise Verdict(Status.INCORRECT, f"{label}: the candidate changed its inputs", "input_mutated")
+            self.check_outputs(inputs, ref_out, reply, label, seed, truth_always=True)
+            if trial == 0:
+                self.first_trial_guards(shared, inputs, reply, ref_out, seed)
+        del inputs, shared, reply, ref_out
+        with self.phase("correctness.release"):
+            release_cached_memory(self.judge.device, outboxes=self.judge.outboxes())
+
+    def reference_trial(self, trial: int, wide: bool, seed: int) -> tuple:
+        """The trial's inputs and the reference's output. A reference that rejects the wide inputs (a domain error:
+        values outside [0, 1] for a loss, say) gets the trial's ordinary inputs instead, and the result says so."""
+        inputs = self.judge.make_inputs(trial, wide)
+        try:
+            return inputs, self.judge.reference(inputs, seed, watch_rng=trial == 0)
+        except Verdict as verdict:
+            if not wide or verdict.status != Status.RUNTIME_ERROR:
+                raise
+            note = f"the reference rejected the wide inputs ({one_line(verdict.error, 160)}): those trials ran on " \
+                   f"get_inputs() as it is"
+        if note not in self.result.notes:
+            self.result.notes.append(note)
+        del inputs
+        inputs = self.judge.make_inputs(trial, False)
+        return inputs, self.judge.reference(inputs, seed)
+
+    def check_problem(self, trial: int, total: int, outputs: list) -> None:
+        """The lint's checks on the reference's own outputs: would zeros or a constant pass (first trial), does the
+        output ignore its inputs (first two trials)? Findings flag the pair degenerate_problem."""
+        if trial == 0:
+            if self.judge.random_reference and RANDOM_REFERENCE not in self.result.notes:
+                self.result.notes.append(RANDOM_REFERENCE)
+            self.findings = lint.fake_outputs_passing(outputs, self.cfg, self.judge.job["problem"])
+            self.fingerprints = [check.fingerprint(x) for x in outputs]
+        elif [check.fingerprint(x) for x in outputs] == self.fingerprints:
+            self.findings.insert(0, lint.INPUT_BLIND)
+        self.problem_checked = trial == 1 or total == 1
+        if self.findings:
+            self.result.problem_findings = list(self.findings)
+            if "degenerate_problem" not in self.result.flags:
+                self.result.flags.append(flag("degenerate_problem"))
+
+    def check_outputs(self, inputs: list, ref_out, reply: dict, label: str, seed, truth_always: bool) -> None:
+        """Each output within tolerance of the reference's, or at least as accurate against the float64 truth
+        (check.as_accurate: then accurate_vs_fp64); else incorrect, with the first bad element and both errors. The truth
+        is computed for every trial (the errors are kept), and for a timed output only when the comparison failed."""
+        new_items, failures = reply["items"], []
+        for i, (ref, new) in enumerate(zip(check.items(ref_out), new_items)):
+            tol = self.judge.tolerance(ref)
+            comparison = check.compare(ref, new, tol["atol"], tol["rtol"], self.cfg["compare_chunk_elems"])
+            self.result.max_abs_err = max(self.result.max_abs_err or 0.0, comparison.max_abs_err)
+            self.result.max_rel_err = max(self.result.max_rel_err or 0.0, comparison.max_rel_err)
+            if not comparison.ok:
+                failures.append((i, comparison))
+        truth = self.judge.truth(inputs, ref_out, seed) if failures or truth_always else None
+        errors = self.truth_errors(truth, ref_out, new_items) if truth is not None else {}
+        del truth
+        for i, comparison in failures:
+            ref_error, new_error = errors.get(i, (None, None))
+            if ref_error is not None and check.as_accurate(new_error, ref_error, self.cfg["truth_accuracy_factor"]):
+                if "accurate_vs_fp64" not in self.result.flags:
+                    self.result.flags.append(flag("accurate_vs_fp64"))
+                continue
+            raise wrong_values(label + (f": output {i}" if len(new_items) > 1 else ""), comparison, reply,
+                               ref_error, new_error)
+
+    def truth_errors(self, truth, ref_out, new_items: list) -> dict:
+        """{output index: (reference's TruthError, candidate's)} for float outputs; the running maxima kept."""
+        errors = {}
+        for i, (t, ref, new) in enumerate(zip(check.items(truth), check.items(ref_out), new_items)):
+            if not ref.is_floating_point():  # integer and bool outputs are exact: no error to measure
+                continue
+            tol, chunk = self.judge.tolerance(ref), self.cfg["compare_chunk_elems"]
+            errors[i] = tuple(check.truth_error(x, t, tol["atol"], tol["rtol"], chunk) for x in (ref, new))
+            self.ref_err = max(self.ref_err, errors[i][0].worst)
+            self.new_err = max(self.new_err, errors[i][1].worst)
+        self.result.ref_err_vs_fp64, self.result.new_err_vs_fp64 = finite(self.ref_err), finite(self.new_err)
+        return errors
+
+    def first_trial_guards(self, shared: list, inputs: list, reply: dict, ref_out, seed: int) -> None:
+        """Aliasing (outputs that change when inputs are overwritten) and run-to-run determinism."""
+        if reply.get("aliases_input") or check.aliases_input(reply["items"], shared, inputs):
+            self.result.flags.append(flag("output_aliases_input"))
+        again = self.judge.run_candidate(shared, ref_out, seed)
+        if all(check.same_bits(a, b) for a, b in zip(reply["items"], again["items"])):
+            return
+        chunk = self.cfg["compare_chunk_elems"]
+        spread = max(check.max_difference(a, b, chunk) for a, b in zip(reply["items"], again["items"]))
+        if spread < float("inf") and (self.share_of_tolerance(ref_out, reply["items"], again["items"])
+                                      < NONDETERMINISM_SHARE):
+            return  # rounding-level differences (a NaN in one run only is never that)
+        ref_again = self.judge.reference(inputs, seed)  # only now: most candidates give the same bits twice
+        ref_spread = max(check.max_difference(a, b, chunk) for a, b in zip(check.items(ref_out), check.items(ref_again)))
+        del ref_again
+        if spread > NONDETERMINISM_RATIO * ref_spread:  # cuDNN's own run-to-run differences are no finding
+            self.result.flags.append(flag("nondeterministic"))
+
+    def share_of_tolerance(self, ref_out, first: list, second: list) -> float:
+        """The largest difference between two runs' outputs as a share of the tolerance (1.0: at its edge); infinite
+        for integer or bool outputs that differ."""
+        worst = 0.0
+        for ref, a, b in zip(check.items(ref_out), first, second):
+            if not (a.is_floating_point() or a.is_complex()):
+                if not torch.equal(a, b):
+                    return float("inf")
+                continue
+            tol = self.judge.tolerance(ref)
+            worst = max(worst, check.normalized_error(b, a, tol["atol"], tol["rtol"], self.cfg["compare_chunk_elems"]))
+        return worst
+
+
+def wrong_values(where: str, comparison: check.Comparison, reply: dict, ref_error, new_error) -> Verdict:
+    """The verdict for an output outside tolerance, in one line: where, how many elements and the first, whether it
+    returned an earlier call's storage, and both errors against float64 when the truth was there."""
+    reason = comparison.reason
+    if reply.get("reused_storage"):
+        reason = f"it returned the storage of an earlier call's output (a result not computed for these inputs): {reason}"
+    if ref_error is not None:
+        reason += (f"; against float64 its worst error is {new_error.worst:.3g} tolerances ({new_error.outside} elements "
+                   f"beyond one), the reference's {ref_error.worst:.3g} ({ref_error.outside})")
+    verdict = Verdict(Status.INCORRECT, f"{where}: {reason}")
+    verdict.weights_may_explain = True  # a second attempt with the reference's weights may tell
+    return verdict
+
+
+def finite(value: float):
+    """A float for the JSON record, None when it is not finite (a NaN or infinity where the truth is finite)."""
+    return value if math.isfinite(value) else None

@@ -1,0 +1,151 @@
+"""What a result means, decided in one place: the statuses, the flags with their effects, whether a speedup counts,
+and why a pair fails a gate. The judge, the boards, the aggregates, the gate and `compare` all ask here."""
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+
+class Status(str, enum.Enum):
+    """The verdict of one pair; exactly one per Result."""
+
+    CORRECT = "correct"
+    INCORRECT = "incorrect"
+    COMPILE_ERROR = "compile_error"
+    RUNTIME_ERROR = "runtime_error"
+    TIMEOUT = "timeout"
+    CRASH = "crash"
+    SKIPPED = "skipped"
+    HARNESS_ERROR = "harness_error"  # the harness failed (its own exception, a judge that died): not the candidate
+
+    def __str__(self) -> str:  # "correct", in f-strings and tables alike
+        return self.value
+
+    __format__ = str.__format__
+
+
+WORKER_STATUSES = (Status.COMPILE_ERROR.value, Status.RUNTIME_ERROR.value)  # what a worker's reply may claim
+
+
+class Verdict(Exception):
+    """Ends the judging of a pair early with a status (the run goes on)."""
+
+    def __init__(self, status: Status, error: str, *flags: str):
+        super().__init__(error)
+        self.status, self.error, self.flags = status, error, [flag(f) for f in flags]
+        self.weights_may_explain = False  # wrong values: the reference's weights may tell (judge_trials.Trials.run)
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A finding that does not decide the status, and what it does to the pair's speedup and to a gate."""
+
+    name: str
+    meaning: str
+    counts: bool = True  # False: the speedup is shown but is no measurement: never ranked, in fast_p or a geomean
+    fails_gate: bool = False  # a gate fails the pair, whatever it asks
+    fails_speed_gate: bool = False  # a gate that asks for speed (a minimum or a baseline) fails the pair
+
+
+FLAGS = {f.name: f for f in (
+    Flag("input_mutated", "the candidate changed its inputs (comes with incorrect)"),
+    Flag("output_aliases_input", "an output shares storage with an input"),
+    Flag("reduced_precision", "its error against the float64 truth is over reduced_precision_ratio times the "
+                              "reference's, and at least 1% of the tolerance"),
+    Flag("accurate_vs_fp64", "outside the tolerance of the reference's output somewhere, but at least as accurate "
+                             "as the reference against the float64 truth (truth_accuracy_factor), so correct"),
+    Flag("weights_copied", "correct only once the reference's weights were copied over its own same-named, "
+                           "same-shaped parameters (its own __init__ drew them in another order)"),
+    Flag("no_custom_kernel", "its runtime trace shows only kernels or operators the reference launches"),
+    Flag("nondeterministic", "two calls on the same inputs differ by over 4x what two calls of the reference differ"),
+    Flag("wrong_timed_output", "a timed call's output was wrong (comes with incorrect)"),
+    Flag("excessive_speedup", "a speedup above the configured excessive_speedup"),
+    Flag("below_roofline", "faster than 95% of the roofline floor of the measured peaks"),
+    Flag("throttled", "the SM clock fell below 90% of its high during the rounds"),
+    Flag("noisy_timing", "the rounds could not bring the speedup's CI within target_ci_pct: no speedup is claimed",
+         counts=False, fails_speed_gate=True),
+    Flag("timer_tampering", "its reported times disagree with the judge's own clock", counts=False, fails_gate=True),
+    Flag("interference", "another process used the GPU around the timed windows, or the reference's worker was "
+                         "rescheduled: no speedup is given", counts=False, fails_gate=True),
+    Flag("degenerate_problem", "the problem's output is constant or ignores its inputs, so it cannot tell a right "
+                               "kernel from a wrong one (problem_findings says how)", counts=False, fails_gate=True),
+)}
+
+
+def flag(name: str) -> str:
+    """A flag's name, checked against FLAGS (a misspelt flag is a bug, not a finding)."""
+    if name not in FLAGS:
+        raise ValueError(f"unknown flag {name!r}")
+    return name
+
+
+def speedup_counts(status, flags) -> bool:
+    """Does this pair's speedup count (ranked, in fast_p and geomeans, compared between runs)? Only a correct
+    candidate's, and only when no flag makes it no measurement."""
+    return str(status) == Status.CORRECT.value and all(FLAGS[f].counts for f in flags if f in FLAGS)
+
+
+def not_counted_reason(flags) -> Optional[str]:
+    """The flags that keep a correct pair's speedup from counting, as a short phrase; None when it counts."""
+    voiding = sorted(f for f in set(flags) if f in FLAGS and not FLAGS[f].counts)
+    return ", ".join(voiding) or None
+
+
+def unranked_reason(result) -> Optional[str]:
+    """Why a correct pair with a speedup is not ranked (None when it is, or when it has no speedup)."""
+    if result.status != Status.CORRECT or result.speedup is None or speedup_counts(result.status, result.flags):
+        return None
+    findings = "; ".join(getattr(result, "problem_findings", None) or [])
+    return f"speedup not ranked: {not_counted_reason(result.flags)}" + (f" ({findings})" if findings else "")
+
+
+def gate_failure(result, min_speedup: Optional[float] = None, baseline: Optional[dict] = None) -> Optional[str]:
+    """Why `result` fails a gate (None: it passes). A gate fails a pair that is not correct, that carries a flag
+    failing every gate, that carries one failing a gate asking for speed when speed is asked (min_speedup, or a
+    baseline row), whose speedup is under min_speedup, or that is slower than its baseline beyond both CIs (its CI's
+    high end under the baseline's low end). A harness_error is the run's failure, not the candidate's: None here."""
+    if result.status == Status.HARNESS_ERROR:
+        return None
+    if result.status != Status.CORRECT:
+        return f"{result.status}: {result.error or 'no reason given'}"
+    speed_asked = min_speedup is not None or baseline is not None
+    for name in sorted(set(result.flags)):
+        spec = FLAGS.get(name)
+        if spec is not None and (spec.fails_gate or (spec.fails_speed_gate and speed_asked)):
+            return f"{name}: {spec.meaning}"
+    if min_speedup is not None and (result.speedup or 0.0) < min_speedup:
+        return f"speedup {fmt(result.speedup)} is under the minimum {min_speedup:g}"
+    if baseline is not None and is_number(baseline.get("speedup_ci_low")) and is_number(result.speedup_ci_high) \
+            and result.speedup_ci_high < baseline["speedup_ci_low"]:
+        return (f"slower than the baseline: speedup {fmt(result.speedup)} [{fmt(result.speedup_ci_low)}, "
+                f"{fmt(result.speedup_ci_high)}] against {fmt(baseline.get('speedup'))} "
+                f"[{fmt(baseline['speedup_ci_low'])}, {fmt(baseline.get('speedup_ci_high'))}]")
+    return None
+
+
+def change_between(old, new) -> str:
+    """How one pair moved between two runs: new, gone, status changed, unmeasured (a speedup that does not count on
+    either side), faster or slower (the CIs do not overlap), or same."""
+    if old is None or new is None:
+        return "new" if old is None else "gone"
+    if old.status != new.status:
+        return "status changed"
+    if old.speedup is None or new.speedup is None:
+        return "same"
+    if not (speedup_counts(old.status, old.flags) and speedup_counts(new.status, new.flags)):
+        return "unmeasured (" + (not_counted_reason(list(old.flags) + list(new.flags)) or "not correct") + ")"
+    if new.speedup_ci_low > old.speedup_ci_high:
+        return "faster"
+    if new.speedup_ci_high < old.speedup_ci_low:
+        return "slower"
+    return "same (CIs overlap)"
+
+
+def is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
+
+
+def fmt(value) -> str:
+    return f"{value:.3f}" if is_number(value) else "-"

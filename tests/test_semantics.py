@@ -1,0 +1,123 @@
+"""KernelBench's reference semantics, judged end to end on the CPU: modules as constructed (training mode), each side's
+own weights (the reference's copied only as a second attempt), accuracy against float64, wide trials that keep the
+problem's structure, seeded random references, degenerate problems flagged, and --mode eval."""
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+import torch
+
+from support import FAST_CONFIG, FIXTURES, ROOT
+from harness import boards, gate, semantics
+from harness.records import Result
+
+DEFAULT_MODE = {
+    ("fx_naive_variance", "accumulates_in_float64"), ("fx_naive_variance", "mean_absolute_deviation"),
+    ("fx_conv_bn", "batch_statistics"), ("fx_conv_bn", "fused_eval_path"), ("fx_conv_bn", "folds_running_stats"),
+    ("fx_linear_scale", "prescaled_weights"), ("fx_linear_scale", "draws_in_another_order"),
+    ("fx_symmetric_matmul", "uses_the_symmetry"), ("fx_dropout", "same_dropout"), ("fx_dropout", "skips_dropout"),
+    ("fx_constant", "returns_ones"),
+}
+EVAL_MODE = {("fx_conv_bn", "batch_statistics"), ("fx_conv_bn", "fused_eval_path"), ("fx_conv_bn", "folds_running_stats")}
+
+
+def judge(pairs: set, out, *extra: str) -> dict:
+    """The pairs judged in one run.py on the CPU: {(problem, solution): record}."""
+    out.mkdir()
+    manifest = out / "pairs.csv"
+    manifest.write_text("problem,candidate\n" + "".join(
+        f"{FIXTURES / 'problems' / problem}.py,{FIXTURES / 'solutions' / problem / solution}.py\n"
+        for problem, solution in sorted(pairs)))
+    proc = subprocess.run([sys.executable, "run.py", "--manifest", str(manifest), "--device", "cpu", "--config",
+                           str(FAST_CONFIG), "--out", str(out / "run"), *extra],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    records = map(json.loads, (out / "run" / "results.jsonl").read_text().splitlines())
+    return {(r["problem"], r["solution"]): r for r in records}
+
+
+@pytest.fixture(scope="module")
+def judged(tmp_path_factory):
+    return judge(DEFAULT_MODE, tmp_path_factory.mktemp("default") / "d")
+
+
+@pytest.fixture(scope="module")
+def judged_in_eval_mode(tmp_path_factory):
+    return judge(EVAL_MODE, tmp_path_factory.mktemp("eval") / "e", "--mode", "eval")
+
+
+def test_a_candidate_more_accurate_than_the_reference_is_correct(judged):
+    better = judged[("fx_naive_variance", "accumulates_in_float64")]
+    assert better["status"] == "correct" and "accurate_vs_fp64" in better["flags"], better["error"]
+    assert better["new_err_vs_fp64"] < 0.01 < 1 < better["ref_err_vs_fp64"]  # in tolerances
+    other = judged[("fx_naive_variance", "mean_absolute_deviation")]
+    assert other["status"] == "incorrect" and "against float64 its worst error is" in other["error"], other["error"]
+
+
+def test_batchnorm_runs_in_training_mode_as_kernelbench_runs_it(judged):
+    assert judged[("fx_conv_bn", "batch_statistics")]["status"] == "correct"
+    assert judged[("fx_conv_bn", "fused_eval_path")]["status"] == "correct"  # its eval-only path is never taken
+    folded = judged[("fx_conv_bn", "folds_running_stats")]
+    assert folded["status"] == "incorrect" and folded["mode"] == "constructed", folded["error"]
+
+
+def test_eval_mode_draws_batchnorm_statistics_so_folding_them_is_tested(judged_in_eval_mode):
+    assert judged_in_eval_mode[("fx_conv_bn", "folds_running_stats")]["status"] == "correct"
+    assert judged_in_eval_mode[("fx_conv_bn", "batch_statistics")]["status"] == "correct"  # its eval path: self.bn
+    unfinished = judged_in_eval_mode[("fx_conv_bn", "fused_eval_path")]
+    assert unfinished["status"] == "incorrect" and "shape" in unfinished["error"]
+    assert unfinished["mode"] == "eval"
+
+
+def test_the_candidate_keeps_its_own_weights(judged):
+    prescaled = judged[("fx_linear_scale", "prescaled_weights")]
+    assert prescaled["status"] == "correct" and "weights_copied" not in prescaled["flags"], prescaled["error"]
+    reordered = judged[("fx_linear_scale", "draws_in_another_order")]
+    assert reordered["status"] == "correct" and "weights_copied" in reordered["flags"], reordered["error"]
+
+
+def test_wide_trials_keep_the_documented_symmetry(judged):
+    symmetric = judged[("fx_symmetric_matmul", "uses_the_symmetry")]
+    assert symmetric["status"] == "correct" and symmetric["trials"] == 3, symmetric["error"]
+
+
+def test_a_random_reference_is_matched_by_the_same_draws(judged):
+    same = judged[("fx_dropout", "same_dropout")]
+    assert same["status"] == "correct", same["error"]
+    assert any("draws random numbers" in note for note in same["notes"]) and same["timed_outputs_checked"] == 0
+    assert same["ref_err_vs_fp64"] is None  # no float64 truth for a random reference
+    assert judged[("fx_dropout", "skips_dropout")]["status"] == "incorrect"
+
+
+def test_a_degenerate_problem_is_flagged_shown_unranked_and_fails_the_gate(judged, tmp_path):
+    ones = judged[("fx_constant", "returns_ones")]
+    assert ones["status"] == "correct" and "degenerate_problem" in ones["flags"]
+    assert any("does not depend on its inputs" in f for f in ones["problem_findings"])
+    sound = [r for key, r in judged.items() if key[0] != "fx_constant"]
+    assert not any("degenerate_problem" in r["flags"] for r in sound)
+    result = Result.from_dict(ones)
+    row = boards.leaderboard([result]).iloc[0]
+    assert pd.isna(row["rank"]) and "degenerate_problem" in row["reason"] and "inputs" in row["reason"]
+    assert ("fx_constant", "returns_ones") in gate.gate_failures([result])
+
+
+def test_eval_mode_draws_the_same_batchnorm_statistics_on_both_sides():
+    first, second = (semantics.build_model(torch.nn.BatchNorm1d, [4], 42, torch.device("cpu"), "eval")
+                     for _ in range(2))
+    assert not first.training and torch.equal(first.running_var, second.running_var)
+    assert not torch.equal(first.running_var, torch.ones(4)) and not torch.equal(first.weight, torch.ones(4))
+    fresh = semantics.build_model(torch.nn.BatchNorm1d, [4], 42, torch.device("cpu"))
+    assert fresh.training and torch.equal(fresh.running_var, torch.ones(4))  # as constructed: untouched
+
+
+def test_random_draws_are_seen_and_seeded_calls_repeat_them():
+    model = torch.nn.Dropout(0.5)
+    x = torch.ones(1000)
+    with semantics.RandomDraws(torch.device("cpu"), 3) as draws:
+        first = semantics.call(model, [x])
+    assert draws.drawn and torch.equal(first, semantics.call(model, [x], 3))
+    with semantics.RandomDraws(torch.device("cpu"), 3) as draws:
+        semantics.call(torch.nn.ReLU(), [x])
+    assert not draws.drawn
