@@ -59,6 +59,7 @@ class PairJudge:
         # The reference's worker's scheduling before candidate code ran: PairTiming checks that it changes only by our hand.
         self.ref_schedule = None  # procs.Schedule
         self.truth_model = None
+        self.constructed_buffers = {}
         self.random_reference = False  # does the reference draw random numbers (seen on its first call)?
         self.trials = Trials(self)
         self.flops = self.bytes_moved = 0
@@ -81,6 +82,9 @@ class PairJudge:
             self.init_args = inputs_mod.init_inputs(self.problem)
             self.model = semantics.build_model(self.problem.Model, self.init_args, self.cfg["init_seed"], self.device,
                                                self.cfg["mode"], self.dtype)
+            # Buffers as constructed: a training-mode forward updates BatchNorm's running statistics, which are no
+            # weights to hand a second attempt.
+            self.constructed_buffers = {name: b.detach().clone() for name, b in model_buffers(self.model)}
         except Exception as exc:
             raise Verdict(Status.RUNTIME_ERROR, f"problem's Model(...) raised {type(exc).__name__}: {exc}") from None
 
@@ -189,7 +193,9 @@ class PairJudge:
     def adopt_reference_weights(self) -> bool:
         """The second attempt's start: the reference's weights copied over the candidate's own where names and shapes
         match; True when that changed any of them (else a second attempt would judge the same model again)."""
-        state = self.sandbox.outbox.state_copy(self.model.state_dict())
+        constructed = {name: self.constructed_buffers.get(name, value) for name, value in self.model.state_dict().items()}
+        state = self.sandbox.outbox.state_copy(constructed)
+        del constructed
         self.hand_over()
         reply = self.expect_ok(self.sandbox.request("adopt_weights", self.cfg["timeout"], state_dict=state))
         del state
@@ -360,6 +366,11 @@ def model_tensors(model) -> list:
     if not isinstance(model, torch.nn.Module):
         return []
     return list(model.parameters()) + list(model.buffers())
+
+
+def model_buffers(model) -> list:
+    """(name, buffer) of a model's buffers (none for a model that is not an nn.Module)."""
+    return list(model.named_buffers()) if isinstance(model, torch.nn.Module) else []
 
 
 def param_bytes(model) -> int:

@@ -22,6 +22,7 @@ NONDETERMINISM_RATIO = 4.0  # run-to-run spread beyond this many times the refer
 NONDETERMINISM_SHARE = 0.01
 # Findings of one attempt (the second, with the reference's weights, starts without them).
 TRIAL_FLAGS = ("output_aliases_input", "nondeterministic", "reduced_precision", "accurate_vs_fp64")
+ATTEMPT_FIELDS = ("max_abs_err", "max_rel_err", "ref_err_vs_fp64", "new_err_vs_fp64", "trials")
 RANDOM_REFERENCE = ("the reference draws random numbers (Dropout in training mode, say): each correctness call of "
                     "both sides was seeded alike, no float64 truth was used, and timed outputs were not checked")
 
@@ -44,10 +45,13 @@ class Trials:
         except Verdict as first:
             if not first.weights_may_explain or not self.judge.adopt_reference_weights():
                 raise
-            self.forget_findings()
+            kept = self.forget_findings()
             try:
                 self.all_trials()
-            except Verdict:
+            except Verdict as second:
+                self.restore_findings(kept)  # the verdict is the first attempt's: so are its figures
+                self.result.notes.append(f"tried again with the reference's weights copied over its own: "
+                                         f"{one_line(second.error, 200)}")
                 raise first from None
             self.result.flags.append(flag("weights_copied"))
 
@@ -59,12 +63,19 @@ class Trials:
         if self.new_err > 0.01 and self.new_err > self.cfg["reduced_precision_ratio"] * self.ref_err:
             self.result.flags.append(flag("reduced_precision"))  # far less accurate, and a visible share of the tolerance
 
-    def forget_findings(self) -> None:
-        """What the first attempt found of the candidate, forgotten before the second."""
+    def forget_findings(self) -> dict:
+        """What the first attempt found of the candidate, forgotten before the second; returned, to restore."""
         r = self.result
+        kept = {name: getattr(r, name) for name in ATTEMPT_FIELDS} | {"flags": list(r.flags)}
         r.flags = [f for f in r.flags if f not in TRIAL_FLAGS]
-        r.max_abs_err = r.max_rel_err = r.ref_err_vs_fp64 = r.new_err_vs_fp64 = None
+        for name in ATTEMPT_FIELDS:
+            setattr(r, name, None)
         self.ref_err = self.new_err = 0.0
+        return kept
+
+    def restore_findings(self, kept: dict) -> None:
+        for name, value in kept.items():
+            setattr(self.result, name, value)
 
     def one_trial(self, trial: int, total: int) -> None:
         """Fresh secret-seeded inputs, the reference's output, the candidate's, and every check."""

@@ -16,7 +16,9 @@ from harness.records import Result
 DEFAULT_MODE = {
     ("fx_naive_variance", "accumulates_in_float64"), ("fx_naive_variance", "mean_absolute_deviation"),
     ("fx_conv_bn", "batch_statistics"), ("fx_conv_bn", "fused_eval_path"), ("fx_conv_bn", "folds_running_stats"),
+    ("fx_conv_bn", "uses_running_stats"),
     ("fx_linear_scale", "prescaled_weights"), ("fx_linear_scale", "draws_in_another_order"),
+    ("fx_linear_scale", "wrong_in_any_order"),
     ("fx_symmetric_matmul", "uses_the_symmetry"), ("fx_dropout", "same_dropout"), ("fx_dropout", "skips_dropout"),
     ("fx_constant", "returns_ones"),
 }
@@ -76,6 +78,15 @@ def test_the_candidate_keeps_its_own_weights(judged):
     assert prescaled["status"] == "correct" and "weights_copied" not in prescaled["flags"], prescaled["error"]
     reordered = judged[("fx_linear_scale", "draws_in_another_order")]
     assert reordered["status"] == "correct" and "weights_copied" in reordered["flags"], reordered["error"]
+    wrong = judged[("fx_linear_scale", "wrong_in_any_order")]  # the verdict and its figures are the first attempt's
+    assert wrong["status"] == "incorrect" and wrong["trials"] is None and wrong["new_err_vs_fp64"] > 1
+    assert any(note.startswith("tried again with the reference's weights") for note in wrong["notes"]), wrong["notes"]
+
+
+def test_running_statistics_moved_by_the_reference_are_no_weights_to_copy(judged):
+    stale = judged[("fx_conv_bn", "uses_running_stats")]
+    assert stale["status"] == "incorrect" and stale["new_err_vs_fp64"] > 1, stale["error"]
+    assert not stale["notes"]  # no second attempt: the reference's weights are its own
 
 
 def test_wide_trials_keep_the_documented_symmetry(judged):
