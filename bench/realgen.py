@@ -73,20 +73,32 @@ def run_harness(args) -> int:
         writer.writerow(["problem", "candidate"])
         for row in ordered(corpus_rows(args.corpus), args.limit):
             writer.writerow([str(args.corpus / row["problem"]), str(args.corpus / row["candidate"])])
+    forget_harness_errors(out / "harness" / "results.jsonl")
     command = [sys.executable, "run.py", "--manifest", str(manifest), "--out", str(out / "harness"), "--resume"]
     return subprocess.run(command, cwd=ROOT).returncode
 
 
+def forget_harness_errors(results: Path) -> None:
+    """Drop harness_error records before resuming: a pair that a call's time limit cut off is one (the judge died), and
+    --resume would keep it for good."""
+    if results.exists():
+        kept = [line for line in results.read_text().splitlines()
+                if line.strip() and json.loads(line).get("status") != "harness_error"]
+        results.write_text("".join(line + "\n" for line in kept))
+
+
 def run_kernelbench(args) -> None:
-    """KernelBench's evaluator on each pair not yet in DIR/kernelbench.jsonl, one process a pair (a crash or a hang is
-    that pair's record), sequentially on the GPU."""
+    """KernelBench's evaluator on each pair the harness has judged and it has not (DIR/kernelbench.jsonl), one process
+    a pair (a crash or a hang is that pair's record), sequentially on the GPU, with the harness's builds."""
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     done_path = out / "kernelbench.jsonl"
     done = {json.loads(line)["id"] for line in done_path.read_text().splitlines()} if done_path.exists() else set()
-    for row in ordered(corpus_rows(args.corpus), args.limit):
-        if row["id"] in done:
-            continue
+    judged = {r["solution"] for r in read_jsonl(out / "harness" / "results.jsonl")}
+    pending = [r for r in ordered(corpus_rows(args.corpus), args.limit) if r["id"] in judged and r["id"] not in done]
+    # Pairs the harness built on this machine first: the others build again, one at a time.
+    pending.sort(key=lambda r: harness_build_dir((args.corpus / r["candidate"]).read_text()) is None)
+    for row in pending:
         started = time.monotonic()
         env = {**os.environ, "TORCH_CUDA_ARCH_LIST": os.environ.get("TORCH_CUDA_ARCH_LIST", "9.0")}
         try:
@@ -184,7 +196,7 @@ def make_table(args) -> None:
                      "backend": row["backend"], "source_correct": row["source_correct"],
                      "kernelbench": kb_verdict(theirs), "kb_speedup": fmt(theirs.get("speedup")),
                      "harness": ours["status"], "flags": ";".join(ours["flags"]), "speedup": fmt(ours.get("speedup")),
-                     "ci": ci(ours), "kind": kind, "explanation": why})
+                     "ci": ci(ours), "gpu": (ours.get("gpu") or "").replace("NVIDIA ", ""), "kind": kind, "explanation": why})
     write_table(out, rows)
 
 
