@@ -93,9 +93,10 @@ def run_kernelbench(args) -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     done_path = out / "kernelbench.jsonl"
-    done = {json.loads(line)["id"] for line in done_path.read_text().splitlines()} if done_path.exists() else set()
-    judged = {r["solution"] for r in read_jsonl(out / "harness" / "results.jsonl")}
-    pending = [r for r in ordered(corpus_rows(args.corpus), args.limit) if r["id"] in judged and r["id"] not in done]
+    rows = ordered(corpus_rows(args.corpus), args.limit)
+    done = set(matching(read_jsonl(done_path), rows, kernelbench_record=True))
+    judged = set(matching(read_jsonl(out / "harness" / "results.jsonl"), rows))
+    pending = [r for r in rows if r["id"] in judged and r["id"] not in done]
     # Pairs the harness built on this machine first: the others build again, one at a time.
     pending.sort(key=lambda r: harness_build_dir((args.corpus / r["candidate"]).read_text()) is None)
     for row in pending:
@@ -108,10 +109,23 @@ def run_kernelbench(args) -> None:
             record = last_json_line(proc.stdout) or {"error": f"exit {proc.returncode}: {proc.stderr[-300:]}"}
         except subprocess.TimeoutExpired:
             record = {"error": f"no result within {KB_TIMEOUT_S} s"}
-        record.update(id=row["id"], wall_s=round(time.monotonic() - started, 1))
+        record.update(id=row["id"], problem=row["problem"], wall_s=round(time.monotonic() - started, 1))
         with done_path.open("a") as f:
             f.write(json.dumps(record) + "\n")
         print(f"{row['id']}: {summary(record)}", flush=True)
+
+
+def matching(records: list[dict], rows: list[dict], kernelbench_record: bool = False) -> dict:
+    """{id: record} of the records made for the corpus's pairs as they are now (a row whose problem was corrected in the
+    manifest makes its old records stale); the last record of a pair wins."""
+    problems = {r["id"]: r["problem"] for r in rows}
+    found = {}
+    for record in records:
+        pair = record["id"] if kernelbench_record else record["solution"]
+        where = record.get("problem") if kernelbench_record else record.get("problem_path")
+        if pair in problems and where and str(where).endswith(problems[pair]):
+            found[pair] = record
+    return found
 
 
 def last_json_line(text: str):
@@ -183,11 +197,12 @@ def harness_build_dir(source: str):
 def make_table(args) -> None:
     """Both verdicts per pair, with an explanation for each disagreement: DIR/table.csv and DIR/table.md."""
     out = Path(args.out)
-    harness = {r["solution"]: r for r in read_jsonl(out / "harness" / "results.jsonl")}
-    kernelbench = {r["id"]: r for r in read_jsonl(out / "kernelbench.jsonl")}
+    pairs = ordered(corpus_rows(args.corpus), None)
+    harness = matching(read_jsonl(out / "harness" / "results.jsonl"), pairs)
+    kernelbench = matching(read_jsonl(out / "kernelbench.jsonl"), pairs, kernelbench_record=True)
     notes = {r["id"]: r for r in csv.DictReader(EXPLANATIONS.open())} if EXPLANATIONS.exists() else {}
     rows = []
-    for row in ordered(corpus_rows(args.corpus), None):
+    for row in pairs:
         ours, theirs = harness.get(row["id"]), kernelbench.get(row["id"])
         if ours is None or theirs is None:
             continue

@@ -9,11 +9,13 @@ committed here. This script reads each pointer from local git mirrors of the pub
                                                     from MIRROR/ScalingIntelligence+KernelBench/repo at kb_commit
   OUT/pairs.csv                                     problem,candidate,id,level,problem_id (paths relative to OUT)
   OUT/harness_manifest.csv                          problem,candidate only (for `run.py --manifest`)
-  OUT/report.txt                                    what was written, skipped and why
+  OUT/report.txt                                    what was written, skipped and why, and the arity check
 
 Mirrors are bare git directories at MIRROR/<owner>+<name>/repo (what the `fetch` tool produces for
 github:<owner>/<name>). Missing mirrors are listed with the repositories to fetch; their rows are skipped.
 A row that cannot be extracted or does not parse is reported and skipped, not fatal.
+Arity check (reported, not fatal): ModelNew.__init__ must accept len(get_init_inputs()) positional arguments and
+ModelNew.forward len(get_inputs()), both read from the problem's AST; a misfit usually means a mispaired row.
 
 Extract specs (manifest column `extract`):
   file                      the file at PATH is the candidate
@@ -157,6 +159,77 @@ def write_candidate(row: dict, mirror: Path, out: Path) -> str:
     return rel.as_posix()
 
 
+def top_function(tree: ast.Module, name: str):
+    """The module-level function NAME, or None."""
+    found = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == name]
+    return found[-1] if found else None
+
+
+def returned_count(tree: ast.Module, name: str):
+    """How many items the module-level function NAME returns (a list/tuple literal); None when unknown."""
+    func = top_function(tree, name)
+    if func is None:
+        return None
+    returns = [node.value for node in ast.walk(func) if isinstance(node, ast.Return)]
+    if not returns or not all(isinstance(value, (ast.List, ast.Tuple)) for value in returns):
+        return None
+    if any(isinstance(item, ast.Starred) for value in returns for item in value.elts):
+        return None
+    sizes = {len(value.elts) for value in returns}
+    return sizes.pop() if len(sizes) == 1 else None
+
+
+def find_method(tree: ast.Module, class_name: str, method: str, seen=()):
+    """METHOD of the module-level class CLASS_NAME or of a base class defined in the same file; None if absent."""
+    classes = [node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == class_name]
+    if not classes or class_name in seen:
+        return None
+    for node in classes[-1].body:
+        if isinstance(node, ast.FunctionDef) and node.name == method:
+            return node
+    for base in classes[-1].bases:
+        if isinstance(base, ast.Name):
+            found = find_method(tree, base.id, method, seen + (class_name,))
+            if found is not None:
+                return found
+    return None
+
+
+def positional_range(func: ast.FunctionDef) -> tuple:
+    """(fewest, most) positional arguments a method accepts besides self; most is None with *args."""
+    params = (func.args.posonlyargs + func.args.args)[1:]
+    return len(params) - len(func.args.defaults), None if func.args.vararg else len(params)
+
+
+def arity_mismatches(problem_code: str, candidate_code: str) -> list:
+    """Where ModelNew cannot take the problem's get_init_inputs() / get_inputs() positionally ([] when fine)."""
+    try:
+        problem, candidate = ast.parse(problem_code), ast.parse(candidate_code)
+    except SyntaxError as exc:
+        return [f"does not parse ({exc.msg}, line {exc.lineno}): unchecked"]
+    found = []
+    for method, getter in (("__init__", "get_init_inputs"), ("forward", "get_inputs")):
+        count = returned_count(problem, getter)
+        func = find_method(candidate, "ModelNew", method)
+        if count is None:
+            found.append(f"{getter}() of the problem does not return a list literal (unchecked)")
+        elif func is None:
+            if method == "forward" or count:
+                found.append(f"ModelNew.{method} not found in the file (unchecked; problem passes {count})")
+        else:
+            low, high = positional_range(func)
+            if count < low or (high is not None and count > high):
+                span = f"{low}" if low == high else f"{low}..{'any' if high is None else high}"
+                found.append(f"ModelNew.{method} takes {span} positional argument(s), {getter}() gives {count}")
+    return found
+
+
+def arity_check(pairs: list, out: Path) -> list:
+    """[(id, message)] for every written pair whose ModelNew signatures do not fit its problem's inputs."""
+    return [(pair["id"], message) for pair in pairs
+            for message in arity_mismatches((out / pair["problem"]).read_text(), (out / pair["candidate"]).read_text())]
+
+
 def write_csv(path: Path, header: list, rows: list) -> None:
     """Write rows (dicts) under a header."""
     with open(path, "w", newline="") as handle:
@@ -201,8 +274,17 @@ def build(rows: list, mirror: Path, out: Path) -> tuple:
     return pairs, skipped
 
 
-def report(rows: list, pairs: list, skipped: list, absent: list, mirror: Path) -> str:
-    """The run's summary: missing mirrors, skipped rows, counts per source by level, backend and verdict."""
+def arity_lines(mismatches: list) -> list:
+    """The arity check's part of the report."""
+    if not mismatches:
+        return ["arity check: every ModelNew accepts its problem's get_init_inputs() and get_inputs()"]
+    rows = sorted({ident for ident, _ in mismatches})
+    return ([f"arity check: {len(rows)} pair(s) do not fit their problem (mispaired?), not fatal:"]
+            + [f"  {ident}: {message}" for ident, message in mismatches])
+
+
+def report(rows: list, pairs: list, skipped: list, absent: list, mirror: Path, mismatches: list = ()) -> str:
+    """The run's summary: missing mirrors, skipped rows, arity check, counts per source by level, backend, verdict."""
     lines = [f"manifest rows: {len(rows)}; pairs written: {len(pairs)}; skipped: {len(skipped)}"]
     if absent:
         lines.append("missing mirrors (fetch them first: the fetch tool with github:OWNER/NAME):")
@@ -210,6 +292,7 @@ def report(rows: list, pairs: list, skipped: list, absent: list, mirror: Path) -
     by_mirror = collections.Counter(reason for _, reason in skipped if reason.startswith("mirror missing"))
     lines += [f"  skipped {n} row(s): {reason}" for reason, n in sorted(by_mirror.items())]
     lines += [f"  skipped {ident}: {reason}" for ident, reason in skipped if not reason.startswith("mirror missing")]
+    lines += arity_lines(list(mismatches))
     lines.append("written, per source and level:\n" + counts_table(pairs, lambda r: f"L{r['level']}"))
     lines.append("written, per source and backend:\n" + counts_table(pairs, lambda r: r["backend"]))
     lines.append("written, per source and source verdict:\n"
@@ -233,7 +316,7 @@ def main(argv=None) -> int:
     pairs, skipped = build(rows, args.mirror, args.out)
     write_csv(args.out / "pairs.csv", ["problem", "candidate", "id", "level", "problem_id"], pairs)
     write_csv(args.out / "harness_manifest.csv", ["problem", "candidate"], pairs)
-    text = report(rows, pairs, skipped, absent, args.mirror)
+    text = report(rows, pairs, skipped, absent, args.mirror, arity_check(pairs, args.out))
     (args.out / "report.txt").write_text(text + "\n")
     print(text)
     return 1 if skipped else 0
