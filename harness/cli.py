@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import threading
@@ -15,7 +16,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from harness import boards, discover, environment, gate, records, report, runner, store
+from harness import boards, discover, environment, gate, records, report, runner, stopping, store
 from harness.config import build_config
 from harness.errors import UserError
 from harness.records import Result
@@ -99,6 +100,9 @@ def main(argv=None) -> int:
         return dispatch(argv)
     except UserError as exc:
         return fail(str(exc))
+    except KeyboardInterrupt:  # before a run starts (a run handles its own: harness.stopping), or in a subcommand
+        Console(stderr=True).print("stopped (Ctrl-C)")
+        return 130
 
 
 def dispatch(argv: list) -> int:
@@ -143,9 +147,29 @@ def evaluate(args, argv: list) -> int:
         recorded, torn = records.read_results(run_dir / "results.jsonl")
         console.print(f"resuming: {len(recorded)} result(s) recorded" +
                       (f"; [yellow]{torn} torn or unreadable line(s) ignored (those pairs run again)[/]" if torn else ""))
+    stopping.install()  # from here a Ctrl-C or SIGTERM stops the run cleanly (a second one at once)
     results = run_with_progress(pairs, ctx, args.resume, console)
     report.print_summary(results, run_dir, console)
+    if stopping.requested():
+        publish(run_dir, load_results(run_dir), results, args, complete=False)
+        console.print(f"[yellow]stopped by {stopping.signal_name()}: {len(results)} of {len(pairs)} pair(s) recorded, "
+                      f"the tables made from them; the rest recorded nothing. To judge them:[/]\n  "
+                      f"{resume_command(argv, run_dir)}", highlight=False, soft_wrap=True)
+        return stopping.exit_code()
     return publish(run_dir, load_results(run_dir), results, args)
+
+
+def resume_command(argv: list, run_dir: Path) -> str:
+    """The command that finishes a stopped run: the same arguments, with --out its folder and --resume."""
+    kept, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--out":
+            skip = True
+        elif not arg.startswith("--out=") and arg != "--resume":
+            kept.append(arg)
+    return shlex.join(["python", "run.py", *kept, "--out", str(run_dir), "--resume"])
 
 
 def run_with_progress(pairs: list, ctx, resume: bool, console: Console) -> list[Result]:
@@ -248,10 +272,13 @@ def check_gate_arguments(args) -> None:
     args.baseline_rows = gate.read_baseline(Path(args.baseline)) if args.baseline else None
 
 
-def publish(run_dir: Path, recorded: list[Result], results: list[Result], args) -> int:
+def publish(run_dir: Path, recorded: list[Result], results: list[Result], args, complete: bool = True) -> int:
     """Leaderboard, aggregates, summary and plots of every pair recorded in the run directory; JUnit and the
-    GitHub step summary on request; the gate's exit status for `results` (the pairs this command named)."""
+    GitHub step summary on request; the gate's exit status for `results` (the pairs this command named; none for a
+    stopped run, which `complete=False` says)."""
     boards.write_boards(run_dir, recorded, read_meta(run_dir))
+    if not complete:
+        return 0
     failures = gate.gate_failures(results, args.min_speedup, args.baseline_rows) if args.gate else \
         gate.gate_failures(results)  # JUnit without --gate: the pairs that are not correct fail
     if args.junit:

@@ -18,7 +18,8 @@ from pathlib import Path
 import torch
 from torch.utils.flop_counter import FlopCounterMode  # imported ahead of the pair: it takes a while
 
-from harness import channel, check, clocks, handover, inputs as inputs_mod, problem_info, procs, roofline, semantics, timing
+from harness import (channel, check, clocks, handover, inputs as inputs_mod, problem_info, procs, roofline, semantics,
+                     stopping, timing)
 from harness.builds import build_failure, candidate_build_env
 from harness.config import PRECISIONS, tolerance_for
 from harness.discover import module_constants
@@ -403,6 +404,7 @@ def main() -> None:
     """
     make_undumpable()
     adopt_orphans()
+    stopping.ignore_interrupts()  # a Ctrl-C is the runner's to act on: it kills us
     report = Reporter(os.dup(1))  # no worker keeps this descriptor (sandbox.become_worker)
     os.dup2(2, 1)  # anything printed from here on goes to the log, never into the protocol
     # The runner starts judges ahead of their pairs: the first line gives the run's config, and both

@@ -159,9 +159,11 @@ def watch_orphan(judge: ForkedJudge) -> None:
 
 def main() -> None:
     """Import the judge's modules, ready the FLOP counter, then fork judges on request and report their ends."""
+    from harness import stopping
     from harness.procs import make_undumpable
 
     make_undumpable()  # as the runner and the judges: a worker cannot reach our socket through /proc
+    stopping.ignore_interrupts()  # a Ctrl-C is the runner's to act on (its judges inherit this)
     sock = socket.socket(fileno=int(sys.argv[1]))
     import torch
     from harness import judge

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
+from harness import stopping
 from harness.judge_factory import FactoryGone, JudgeFactory
 from harness.records import Result, failure
 from harness.verdict import Status
@@ -218,7 +219,8 @@ class JudgeStarter:
                 judge.write(self.WARM)
 
     def take(self, device: str) -> Judge:
-        """A started judge for this device (and another one started in its place)."""
+        """A started judge for this device (and another one started in its place, unless the run was stopped)."""
+        stopping.check()
         with self.lock:
             waiting = self.ready.get(device, [])
             taken = waiting.pop(0) if waiting else None
@@ -269,11 +271,13 @@ def run_judge(job: dict, judge: Judge, cfg: dict, log_dir: Path, stem: str,
                 line = judge.lines.get(timeout=max(left, 0.0))
             except queue.Empty:
                 judge.kill()
+                stopping.check()
                 return failure(problem, solution, Status.TIMEOUT,
                                f"the judge was still in stage '{stage}' after its deadline of {deadlines[stage]:g} s "
                                f"and was stopped (see logs/{stem}.judge.log)")
             if line is None:
                 judge.reap()
+                stopping.check()  # killed because the run was stopped: this pair records nothing
                 return failure(problem, solution, Status.HARNESS_ERROR,
                                f"the judge process died in stage '{stage}' ({exit_reason(judge.proc.returncode)}); "
                                f"see logs/{stem}.judge.log")

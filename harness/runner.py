@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Optional
 
-from harness import builds, discover, environment, judges, records, schedulers, store
+from harness import builds, discover, environment, judges, records, schedulers, stopping, store
 from harness.config import config_hash
 from harness.environment import ROOT
 from harness.records import Result, failure
@@ -93,7 +93,8 @@ def plan_pairs(pairs: list, ctx: RunContext) -> list[PlannedPair]:
 def run_pairs(pairs: list, ctx: RunContext, resume: bool,
               on_stage: Callable[[discover.Pair, str], None] = lambda pair, stage: None,
               on_result: Callable[[discover.Pair, Result], None] = lambda pair, result: None) -> list[Result]:
-    """Evaluate every pair not already recorded; append each Result (fsync) as it ends.
+    """Evaluate every pair not already recorded; append each Result (fsync) as it ends. A run stopped by a signal
+    (harness.stopping) returns the Results of the pairs that ended; the others record nothing.
 
     `on_stage(pair, stage)` follows a pair: "build" (waiting for its build stage), "queued" (for a device),
     then the judge's stages (judges.stage_deadlines); `on_result(pair, result)` runs as each pair ends.
@@ -121,7 +122,7 @@ def run_pairs(pairs: list, ctx: RunContext, resume: bool,
             todo.append(plan)
     scheduler = schedulers.for_run(ctx.executor, evaluate_pair, evaluate_on_ray, prebuild_pair)
     scheduler.run(todo, ctx, emit, on_stage)
-    return [results[i] for i in range(len(pairs))]
+    return [results[i] for i in range(len(pairs)) if i in results]  # all of them, unless the run was stopped
 
 
 def evaluate_pair(plan: PlannedPair, ctx: RunContext, prebuilt: Optional[builds.Prebuilt] = None,
@@ -178,6 +179,8 @@ def run_judge(pair: discover.Pair, source: str, ctx: RunContext, starter: Option
 def prebuild_pair(plan: PlannedPair, ctx: RunContext) -> Optional[builds.Prebuilt]:
     """The build stage for one pair: its extension built in the build cache (with a Result if that failed)."""
     pair = plan.pair
+    if stopping.requested():  # the run was stopped: no new build
+        return None
     try:
         return builds.prebuild(pair.problem, pair.problem_path, pair.solution, pair.solution_path, plan.source,
                                overrides_of(pair, ctx), plan.build_dir, ctx.arch, ctx.config)

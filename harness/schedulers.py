@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-from harness import builds, discover, judges
+from harness import builds, discover, judges, stopping
 from harness.environment import ROOT, UsageError
 from harness.records import Result, failure
 from harness.verdict import Status
@@ -60,6 +60,9 @@ class LocalScheduler:
                 builds_by_folder[plan.build_dir] = (build_pool.submit(self.prebuild, plan, ctx), plan.index)
 
         def judge(plan: PlannedPair) -> None:
+            """One pair: its build, a device, its evaluation; nothing at all once the run is stopped."""
+            if stopping.requested():
+                return
             built = None
             if plan.prebuild:
                 on_stage(plan.pair, "build")
@@ -70,8 +73,11 @@ class LocalScheduler:
             on_stage(plan.pair, "queued")
             device = free.get()
             try:
+                stopping.check()
                 result = self.evaluate(plan, dataclasses.replace(ctx, device=device), built, starter,
                                        lambda stage: on_stage(plan.pair, stage))
+            except stopping.Interrupted:
+                return
             finally:
                 free.put(device)
             emit(plan, result)

@@ -1,0 +1,73 @@
+"""Ctrl-C and SIGTERM stop a run cleanly: the pairs that ended are recorded and tabled, the one in flight records
+nothing, the exit status is 128 + the signal, and --resume judges the rest once each."""
+import json
+import signal
+import subprocess
+import sys
+import time
+
+from support import FAST_CONFIG, FIXTURES, ROOT
+
+PROBLEM = FIXTURES / "problems" / "fx_relu.py"
+CANDIDATES = sorted((FIXTURES / "interrupt").glob("*.py"))  # a_first, c_last, slow_to_construct (judged in this order)
+
+
+def start(out, candidates, *extra):
+    args = [sys.executable, "run.py", "--problem", str(PROBLEM), "--device", "cpu", "--config", str(FAST_CONFIG),
+            "--timeout", "60", "--out", str(out), *extra]
+    for path in candidates:
+        args += ["--solution", str(path)]
+    return subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def recorded(out) -> list:
+    path = out / "results.jsonl"
+    return [json.loads(line)["solution"] for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def harness_processes() -> set:
+    """Processes running the harness's modules (judge factory, judges, workers, builds)."""
+    found = subprocess.run(["pgrep", "-f", r"harness\.(judge|worker|builds)"], capture_output=True, text=True).stdout
+    return set(found.split())
+
+
+def wait_for(condition, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.2)
+
+
+def test_ctrl_c_records_what_ended_and_resume_judges_the_rest_once(tmp_path):
+    out, before = tmp_path / "run", harness_processes()
+    run = start(out, CANDIDATES)
+    wait_for(lambda: len(recorded(out)) == 2, 240)  # a_first and c_last ended: slow_to_construct is in flight
+    time.sleep(2)
+    sent = time.monotonic()
+    run.send_signal(signal.SIGINT)
+    console = run.communicate(timeout=60)[0]
+    assert run.returncode == 130, console[-2000:]
+    assert time.monotonic() - sent < 10
+    assert sorted(recorded(out)) == ["a_first", "c_last"]  # nothing for the pair in flight
+    assert "Traceback" not in console and "--resume" in console
+    assert (out / "leaderboard.csv").read_text().count("\n") == 3  # the header and the two that ended
+    assert harness_processes() <= before  # no process of the run is left
+
+    resumed = start(out, CANDIDATES, "--resume")
+    assert resumed.wait(timeout=300) == 0
+    assert sorted(recorded(out)) == ["a_first", "c_last", "slow_to_construct"]  # each exactly once
+
+
+def test_sigterm_stops_at_once_and_a_second_signal_does_not_wait(tmp_path):
+    out = tmp_path / "run"
+    run = start(out, CANDIDATES[-1:])  # slow_to_construct alone
+    wait_for(lambda: (out / "logs").is_dir() and any((out / "logs").iterdir()), 120)
+    time.sleep(3)
+    sent = time.monotonic()
+    run.send_signal(signal.SIGTERM)
+    time.sleep(0.2)
+    run.send_signal(signal.SIGINT)  # a second signal (an impatient user): out at once, if not out already
+    console = run.communicate(timeout=30)[0]
+    assert time.monotonic() - sent < 10
+    assert run.returncode == 128 + signal.SIGTERM, console[-2000:]
+    assert recorded(out) == [] and "Traceback" not in console
