@@ -212,7 +212,7 @@ def wrong_values(where: str, comparison: check.Comparison, reply: dict, ref_erro
     returned an earlier call's storage, and both errors against float64 when the truth was there."""
     reason = comparison.reason
     if reply.get("reused_storage"):
-        reason = f"it returned the storage of an earlier call's output (a result not computed for these inputs): {reason}"
+        reason = f"it returned the storage of an earlier call's output (a cached result?): {reason}"
     if ref_error is not None:
         reason += (f"; against float64 its worst error is {new_error.worst:.3g} tolerances ({new_error.outside} elements "
                    f"beyond one), the reference's {ref_error.worst:.3g} ({ref_error.outside})")
