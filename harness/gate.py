@@ -44,13 +44,13 @@ def read_baseline(path: Path) -> dict:
 
 
 def gate_failures(results: list[Result], min_speedup: Optional[float] = None,
-                  baseline: Optional[dict] = None) -> dict:
+                  baseline: Optional[dict] = None, fail_on_skip: bool = False) -> dict:
     """{(problem, candidate): reason} for every pair that fails the gate (verdict.gate_failure says why; a
     harness_error is the run's failure, not the candidate's: see harness_errors)."""
     failures = {}
     for r in results:
         key = (r.problem, r.solution)
-        reason = verdict.gate_failure(r, min_speedup, baseline.get(key) if baseline else None)
+        reason = verdict.gate_failure(r, min_speedup, baseline.get(key) if baseline else None, fail_on_skip)
         if reason:
             failures[key] = reason
     return failures
@@ -65,14 +65,17 @@ def junit_xml(results: list[Result], failures: dict) -> str:
     """JUnit XML: one testcase per pair (classname = problem, name = candidate), failure text = the reason;
     a pair the harness failed to judge is an <error>, not a <failure>."""
     errors = harness_errors(results)
+    skipped = sum(r.status == Status.SKIPPED and (r.problem, r.solution) not in failures for r in results)
     suite = ElementTree.Element("testsuite", name="kernel-harness", tests=str(len(results)),
-                                failures=str(len(failures)), errors=str(len(errors)),
+                                failures=str(len(failures)), errors=str(len(errors)), skipped=str(skipped),
                                 time=f"{sum(r.wall_s or 0.0 for r in results):.3f}")
     for r in sorted(results, key=lambda r: (r.problem, r.solution)):
         case = ElementTree.SubElement(suite, "testcase", classname=r.problem, name=r.solution,
                                       time=f"{r.wall_s or 0.0:.3f}")
         reason = failures.get((r.problem, r.solution))
-        if (r.problem, r.solution) in errors:
+        if r.status == Status.SKIPPED and not reason:  # not judged here (a CUDA candidate on a CPU runner, say)
+            ElementTree.SubElement(case, "skipped", message=(r.error or "skipped")[:500])
+        elif (r.problem, r.solution) in errors:
             error = ElementTree.SubElement(case, "error", message=errors[(r.problem, r.solution)][:500], type=r.status)
             error.text = errors[(r.problem, r.solution)]
         elif reason:

@@ -64,8 +64,8 @@ FLAGS = {f.name: f for f in (
     Flag("excessive_speedup", "a speedup above the configured excessive_speedup"),
     Flag("below_roofline", "faster than 95% of the roofline floor of the measured peaks"),
     Flag("throttled", "the SM clock fell below 90% of its high during the rounds"),
-    Flag("noisy_timing", "the rounds could not bring the speedup's CI within target_ci_pct: no speedup is claimed",
-         counts=False, fails_speed_gate=True),
+    Flag("noisy_timing", "the rounds could not bring the speedup's CI within target_ci_pct: the speedup is not ranked "
+                         "(a gate that asks for speed decides from its CI)", counts=False),
     Flag("timer_tampering", "its reported times disagree with the judge's own clock", counts=False, fails_gate=True),
     Flag("interference", "another process used the GPU around the timed windows, or the reference's worker was "
                          "rescheduled: no speedup is given", counts=False, fails_gate=True),
@@ -101,12 +101,15 @@ def unranked_reason(result) -> Optional[str]:
     return f"speedup not ranked: {not_counted_reason(result.flags)}" + (f" ({findings})" if findings else "")
 
 
-def gate_failure(result, min_speedup: Optional[float] = None, baseline: Optional[dict] = None) -> Optional[str]:
-    """Why `result` fails a gate (None: it passes). A gate fails a pair that is not correct, that carries a flag
-    failing every gate, that carries one failing a gate asking for speed when speed is asked (min_speedup, or a
-    baseline row), whose speedup is under min_speedup, or that is slower than its baseline beyond both CIs (its CI's
-    high end under the baseline's low end). A harness_error is the run's failure, not the candidate's: None here."""
-    if result.status == Status.HARNESS_ERROR:
+def gate_failure(result, min_speedup: Optional[float] = None, baseline: Optional[dict] = None,
+                 fail_on_skip: bool = False) -> Optional[str]:
+    """Why `result` fails a gate (None: it passes). A gate fails a pair that is not correct (a skipped one only with
+    fail_on_skip: it was not judged here), that carries a flag failing every gate (or one failing a gate that asks for
+    speed, when min_speedup or a baseline row asks), whose speedup's CI lies under min_speedup or straddles it, or that
+    is slower than its baseline beyond both CIs (its CI's high end under the baseline's low end). The CI decides, not
+    the point estimate: a noisy pair whose whole CI clears the bar passes. A harness_error is the run's failure, not the
+    candidate's: None here."""
+    if result.status == Status.HARNESS_ERROR or (result.status == Status.SKIPPED and not fail_on_skip):
         return None
     if result.status != Status.CORRECT:
         return f"{result.status}: {result.error or 'no reason given'}"
@@ -115,14 +118,30 @@ def gate_failure(result, min_speedup: Optional[float] = None, baseline: Optional
         spec = FLAGS.get(name)
         if spec is not None and (spec.fails_gate or (spec.fails_speed_gate and speed_asked)):
             return f"{name}: {spec.meaning}"
-    if min_speedup is not None and (result.speedup or 0.0) < min_speedup:
-        return f"speedup {fmt(result.speedup)} is under the minimum {min_speedup:g}"
+    if min_speedup is not None:
+        reason = under_minimum(result, min_speedup)
+        if reason:
+            return reason
     if baseline is not None and is_number(baseline.get("speedup_ci_low")) and is_number(result.speedup_ci_high) \
             and result.speedup_ci_high < baseline["speedup_ci_low"]:
         return (f"slower than the baseline: speedup {fmt(result.speedup)} [{fmt(result.speedup_ci_low)}, "
                 f"{fmt(result.speedup_ci_high)}] against {fmt(baseline.get('speedup'))} "
                 f"[{fmt(baseline['speedup_ci_low'])}, {fmt(baseline.get('speedup_ci_high'))}]")
     return None
+
+
+def under_minimum(result, bar: float) -> Optional[str]:
+    """None when the speedup's whole CI clears the bar; else why not: under it, or straddling it (by how much)."""
+    low, high = result.speedup_ci_low, result.speedup_ci_high
+    if not (is_number(low) and is_number(high)):
+        return f"no speedup was measured (minimum {bar:g})"
+    shown = f"speedup {fmt(result.speedup)} [{fmt(low)}, {fmt(high)}]"
+    if low >= bar:
+        return None
+    if high < bar:
+        return f"{shown} is under the minimum {bar:g}"
+    return (f"undecided: {shown} straddles the minimum {bar:g} (its low end {100 * (bar - low) / bar:.1f}% under it); "
+            f"more rounds (max_rounds, max_timing_s) may decide")
 
 
 def change_between(old, new) -> str:

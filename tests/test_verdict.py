@@ -70,6 +70,19 @@ def test_the_gate_reason_names_the_status_or_the_flag():
     assert verdict.gate_failure(wrong) == "incorrect: trial 1/7: 3 of 9 elements outside"
     assert verdict.gate_failure(timed("d", 2.0, "degenerate_problem")).startswith("degenerate_problem: ")
     assert verdict.gate_failure(timed("n", 2.0, "noisy_timing")) is None  # correctness only: no speed asked
-    assert verdict.gate_failure(timed("n", 2.0, "noisy_timing"), 1.0).startswith("noisy_timing: ")
-    assert verdict.gate_failure(timed("s", 0.8), 1.0) == "speedup 0.800 is under the minimum 1"
+    assert verdict.gate_failure(timed("n", 2.0, "noisy_timing"), 1.0) is None  # its whole CI clears the bar
+    assert verdict.gate_failure(timed("s", 0.8), 1.0) == "speedup 0.800 [0.792, 0.808] is under the minimum 1"
+    assert verdict.gate_failure(timed("u", 1.0), 1.0).startswith("undecided: speedup 1.000 [0.990, 1.010] straddles")
+    skipped = Result(problem="p", solution="s", status=Status.SKIPPED, error="needs a CUDA GPU")
+    assert verdict.gate_failure(skipped) is None and verdict.gate_failure(skipped, fail_on_skip=True).startswith("skipped")
     assert verdict.gate_failure(Result(problem="p", solution="h", status=Status.HARNESS_ERROR)) is None
+
+
+def test_a_skipped_pair_is_a_junit_skip_and_fails_a_gate_only_on_request():
+    skipped = Result(problem="p", solution="cuda_only", status=Status.SKIPPED, error="needs a CUDA GPU, device is cpu")
+    results = [skipped, timed("ok", 1.5)]
+    junit = gate.junit_xml(results, gate.gate_failures(results))
+    assert '<skipped message="needs a CUDA GPU, device is cpu"' in junit and "<failure" not in junit
+    assert 'skipped="1"' in junit
+    strict = gate.gate_failures(results, fail_on_skip=True)
+    assert list(strict) == [("p", "cuda_only")] and '<failure message="skipped: needs a CUDA GPU' in gate.junit_xml(results, strict)
