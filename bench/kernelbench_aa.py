@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 from aa_coverage import aa_source  # noqa: E402  (one A/A candidate for both benches)
 EXPECTED_FLAGS = {"no_custom_kernel"}  # an A/A candidate launches exactly the reference's kernels
-STAGES = ("judge_start", "reference", "workers", "correctness", "timing_setup", "timing", "finish", "judge_exit")
+STAGES = ("judge_start", "reference", "build", "workers", "correctness", "timing_setup", "timing", "finish", "judge_exit")
 
 # --small: a reference call estimated from its bytes and FLOPs (shapes on the meta device) at an H100's
 # sustained float32 rates, plus a launch, shrunk by halving its largest size constant until under the target.

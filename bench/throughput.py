@@ -26,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEMS = ["sigmoid", "hardsigmoid", "gemm_sigmoid_scaling_residualadd", "matmul_sigmoid_sum"]
-PHASES = ["build_stage", "judge_start", "reference", "workers",
+PHASES = ["build_stage", "judge_start", "reference", "build", "workers",
           "correctness", "correctness.reference", "correctness.truth", "correctness.candidate", "correctness.checks",
           "correctness.release", "timing_setup", "timing_setup.prepare", "timing_setup.trace", "timing", "timing.refresh", "timing.checks", "finish"]
 SCALE_CANDIDATE = ROOT / "solutions" / "sigmoid" / "seed001_fast_math.py"

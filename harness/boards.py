@@ -170,6 +170,8 @@ def plot_speedups(board: pd.DataFrame) -> bytes:
     labels = [f"{p} / {c}" for p, c in zip(correct["problem"], correct["candidate"])]
 
     def draw(ax):
+        if not len(correct):
+            say_empty(ax)
         if len(correct):
             low = (correct["speedup"] - correct["speedup_ci_low"]).clip(lower=0)
             high = (correct["speedup_ci_high"] - correct["speedup"]).clip(lower=0)
@@ -186,6 +188,8 @@ def plot_roofline(board: pd.DataFrame) -> bytes:
     labels = [f"{p} / {c}" for p, c in zip(correct["problem"], correct["candidate"])]
 
     def draw(ax):
+        if not labels:
+            say_empty(ax)
         y = range(len(labels))
         ax.barh([i + 0.2 for i in y], correct["sol_pct"], height=0.4, label="candidate", color="#4c72b0")
         ax.barh([i - 0.2 for i in y], correct["ref_sol_pct"], height=0.4, label="reference", color="#bbbbbb")
@@ -196,6 +200,11 @@ def plot_roofline(board: pd.DataFrame) -> bytes:
         if labels:
             ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return render(draw, len(labels))
+
+
+def say_empty(ax) -> None:
+    """An empty plot says why it is empty."""
+    ax.text(0.5, 0.5, "no correct candidate with a speedup to plot", ha="center", va="center", transform=ax.transAxes)
 
 
 def render(draw, rows: int) -> bytes:

@@ -89,6 +89,9 @@ def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline", metavar="FILE.csv",
                         help="with --gate: a leaderboard.csv; a candidate slower than its speedup there, beyond both "
                              "confidence intervals, fails")
+    parser.add_argument("--fail-on-skip", action="store_true",
+                        help="with --gate: a skipped pair (not judged here: a CUDA candidate on a CPU runner, a pair too "
+                             "large for this machine) fails the gate; by default it passes, reported as skipped")
     parser.add_argument("--junit", metavar="FILE", help="write JUnit XML: one testcase per pair, failures = the gate's")
 
 
@@ -125,14 +128,16 @@ def evaluate(args, argv: list) -> int:
     overrides = discover.parse_set(args.set)
     pairs = discover.find_pairs(args.problem, args.solution, args.problems_root, args.manifest)
     discover.check_overrides(sorted({p.problem_path for p in pairs}), overrides)
-    env = environment.probe_environment("auto" if args.devices else config["device"])
-    devices = environment.resolve_devices(args.devices, env) if args.devices else []
-    device = devices[0] if devices else environment.resolve_device(config["device"], env)
-    run_dir = Path(args.out) if args.out else Path(config["results_dir"]) / default_run_name(sorted({p.problem for p in pairs}))
     if args.resume and not args.out:
         raise discover.DiscoveryError("--resume needs --out DIR (the run to resume)")
     if args.ray_address and args.executor != "ray":
         raise discover.DiscoveryError("--ray-address needs --executor ray")
+    if args.out:
+        check_out(Path(args.out), args.resume)
+    env = environment.probe_environment("auto" if args.devices else config["device"])
+    devices = environment.resolve_devices(args.devices, env) if args.devices else []
+    device = devices[0] if devices else environment.resolve_device(config["device"], env)
+    run_dir = Path(args.out) if args.out else new_run_dir(Path(config["results_dir"]), sorted({p.problem for p in pairs}))
     ctx = runner.new_context(config, device, overrides, run_dir, env, devices)
     ctx.executor, ctx.ray_address = args.executor, args.ray_address
     ctx.isolation = environment.isolation(config, device)
@@ -177,10 +182,9 @@ def run_with_progress(pairs: list, ctx, resume: bool, console: Console) -> list[
     view = RunView(len(pairs))
 
     def finished(pair, result):
-        view.end(pair)
-        console.print(f"  {result.problem}/{result.solution}: {result.status}"
-                      + (f" ({result.error[:100]})" if result.status == Status.HARNESS_ERROR and result.error else ""),
-                      highlight=False)
+        judged = view.end(pair)
+        console.print(f"  [{view.done}/{view.total}{view.estimate()}] {result.problem}/{result.solution}: "
+                      f"{report.outcome(result)}" + ("" if judged else " (recorded before)"), highlight=False)
         report.write_tables(ctx.run_dir, load_results(ctx.run_dir))
 
     if not console.is_terminal:  # logs (CI, a remote run): no live view, but a line when a stage lasts long
@@ -194,8 +198,10 @@ class RunView:
     """What runs now: pairs done and left, and per running pair its stage, time in that stage and in all."""
 
     def __init__(self, total: int):
-        self.total, self.done = total, 0
+        self.total, self.done, self.judged = total, 0, 0
         self.started = time.monotonic()
+        self.first_start = None  # when the first pair judged in this run began (resumed ones are not judged)
+        self.seen = set()
         self.running = {}  # (problem, solution) -> [stage, stage started, pair started]
         self.lock = threading.Lock()
 
@@ -204,11 +210,25 @@ class RunView:
         with self.lock:
             entry = self.running.setdefault((pair.problem, pair.solution), [stage, now, now])
             entry[0], entry[1] = stage, now
+            self.seen.add((pair.problem, pair.solution))
+            self.first_start = self.first_start or now
 
-    def end(self, pair) -> None:
+    def end(self, pair) -> bool:
+        """A pair is done; True when this run judged it (False: recorded by an earlier run, --resume)."""
         with self.lock:
             self.running.pop((pair.problem, pair.solution), None)
             self.done += 1
+            judged = (pair.problem, pair.solution) in self.seen
+            self.judged += judged
+            return judged
+
+    def estimate(self) -> str:
+        """', ~N min left' from the pace of the pairs judged so far ('' before the first, or when none is left)."""
+        left = self.total - self.done
+        if not self.judged or not left:
+            return ""
+        seconds = (time.monotonic() - self.first_start) / self.judged * left
+        return f", ~{seconds / 60:.0f} min left" if seconds >= 90 else f", ~{seconds:.0f} s left"
 
     def rows(self) -> list:
         """(pair name, stage, seconds in stage, seconds in all) of each running pair."""
@@ -219,7 +239,7 @@ class RunView:
 
     def __rich__(self):
         table = Table.grid(padding=(0, 2))
-        table.add_row(f"[bold]{self.done}/{self.total} pairs done, {self.total - self.done} left[/]", "",
+        table.add_row(f"[bold]{self.done}/{self.total} pairs done, {self.total - self.done} left{self.estimate()}[/]", "",
                       f"{time.monotonic() - self.started:.0f} s", "")
         for name, stage, in_stage, in_all in self.rows():
             table.add_row(f"  {name}", stage, f"{in_stage:.0f} s in stage", f"{in_all:.0f} s in all")
@@ -263,8 +283,8 @@ def latest_results(results: list[Result]) -> list[Result]:
 
 def check_gate_arguments(args) -> None:
     """The gate's options only mean something with --gate (a usage error otherwise); the baseline must exist."""
-    for name in ("min_speedup", "baseline"):
-        if getattr(args, name) is not None and not args.gate:
+    for name in ("min_speedup", "baseline", "fail_on_skip"):
+        if getattr(args, name) not in (None, False) and not args.gate:
             raise discover.DiscoveryError(f"--{name.replace('_', '-')} needs --gate")
     if args.baseline and not Path(args.baseline).is_file():
         raise discover.DiscoveryError(f"--baseline {args.baseline}: no such file")
@@ -279,7 +299,7 @@ def publish(run_dir: Path, recorded: list[Result], results: list[Result], args, 
     boards.write_boards(run_dir, recorded, read_meta(run_dir))
     if not complete:
         return 0
-    failures = gate.gate_failures(results, args.min_speedup, args.baseline_rows) if args.gate else \
+    failures = gate.gate_failures(results, args.min_speedup, args.baseline_rows, args.fail_on_skip) if args.gate else \
         gate.gate_failures(results)  # JUnit without --gate: the pairs that are not correct fail
     if args.junit:
         store.write_atomic(Path(args.junit), gate.junit_xml(results, failures))
@@ -297,7 +317,9 @@ def publish(run_dir: Path, recorded: list[Result], results: list[Result], args, 
     if errors:  # the run cannot vouch for these pairs either way
         console.print(f"gate: ERROR: the harness failed on {len(errors)} of {len(results)} pair(s)", highlight=False)
         return 3
-    console.print(f"gate: {'FAILED' if failures else 'passed'} ({len(failures)} of {len(results)} pair(s) failing)",
+    skipped = sum(r.status == Status.SKIPPED and (r.problem, r.solution) not in failures for r in results)
+    console.print(f"gate: {'FAILED' if failures else 'passed'} ({len(failures)} of {len(results)} pair(s) failing"
+                  + (f"; {skipped} skipped, not judged here (--fail-on-skip fails them)" if skipped else "") + ")",
                   highlight=False)
     return 1 if failures else 0
 
@@ -314,6 +336,31 @@ def default_run_name(problems: list) -> str:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     names = "+".join(Path(p).stem for p in problems)[:60]
     return f"{stamp}-{names}"
+
+
+def new_run_dir(results_dir: Path, problems: list) -> Path:
+    """A run folder of its own, made here: two runs started in the same second get two folders (-2, -3, ...)."""
+    results_dir.mkdir(parents=True, exist_ok=True)
+    name = default_run_name(problems)
+    for attempt in range(1, 1000):
+        folder = results_dir / (name if attempt == 1 else f"{name}-{attempt}")
+        try:
+            folder.mkdir()
+            return folder
+        except FileExistsError:
+            continue
+    raise discover.DiscoveryError(f"no free run folder named {name}-N under {results_dir}")
+
+
+def check_out(out: Path, resume: bool) -> None:
+    """--out must be a folder, and one that holds results only when --resume says to go on with them."""
+    if out.exists() and not out.is_dir():
+        raise discover.DiscoveryError(f"--out {out} is a file, not a folder: give a run folder")
+    results = out / "results.jsonl"
+    if results.exists() and not resume:
+        count = sum(1 for line in results.read_text().splitlines() if line.strip())
+        raise discover.DiscoveryError(f"--out {out} already holds a run ({count} result(s)): add --resume to go on "
+                                      f"with it, or give another --out")
 
 
 def list_command(argv: list) -> int:
@@ -348,7 +395,9 @@ def list_command(argv: list) -> int:
 def lint_command(argv: list) -> int:
     """Check problems for references that ignore their inputs or that zeros or a constant would pass."""
     parser = argparse.ArgumentParser(prog="run.py lint", description=lint_command.__doc__,
-                                     epilog="exit status: 0 no findings, 1 findings, 2 usage error.")
+                                     epilog="exit status: 0 no findings, 1 findings, 2 usage error, 3 a problem could "
+                                            "not be checked here (too large for this machine: the message says which "
+                                            "--set shrinks it).")
     parser.add_argument("--problem", action="append", required=True, metavar="NAME_OR_PATH")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
@@ -356,18 +405,35 @@ def lint_command(argv: list) -> int:
     discover.parse_set(args.set)
     paths = [p for name in args.problem for p in discover.resolve_problem(name)]
     device = environment.resolve_device(args.device, environment.probe_environment(args.device))
-    console, found = report.wide_console(), 0
+    console, found, unchecked = report.wide_console(), 0, 0
     for path in paths:  # in a subprocess: this process never imports torch
         proc = subprocess.run([sys.executable, "-m", "harness.lint", str(path), device, *args.set],
                               cwd=environment.ROOT, capture_output=True, text=True)
-        try:
-            findings = json.loads(proc.stdout.strip().splitlines()[-1])["findings"]
-        except (ValueError, IndexError, KeyError):
-            findings = [f"lint failed: {proc.stderr.strip()[-300:]}"]
+        outcome = lint_outcome(proc)
+        if "not_checked" in outcome:
+            unchecked += 1
+            console.print(f"{path.stem}: [yellow]not checked: {outcome['not_checked']}[/]", highlight=False)
+            continue
+        findings = outcome.get("findings", [])
         found += len(findings)
         verdict = "[green]ok[/]" if not findings else "[red]" + "; ".join(findings) + "[/]"
         console.print(f"{path.stem}: {verdict}", highlight=False)
-    return 1 if found else 0
+    return 1 if found else 3 if unchecked else 0
+
+
+def lint_outcome(proc: subprocess.CompletedProcess) -> dict:
+    """The lint process's JSON, or why it gave none (never an empty message: a process the kernel killed for
+    memory has nothing on stderr)."""
+    try:
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        pass
+    said = proc.stderr.strip()[-300:]
+    if proc.returncode < 0:
+        killed = f"killed by signal {-proc.returncode}" + (" (most likely the out-of-memory killer)"
+                                                           if proc.returncode == -9 else "")
+        said = f"{said} ({killed})" if said else killed
+    return {"not_checked": f"the lint failed: {said or f'exit code {proc.returncode} and no output'}"}
 
 
 def report_command(argv: list) -> int:

@@ -22,9 +22,9 @@ from harness import (channel, check, clocks, handover, inputs as inputs_mod, pro
                      stopping, timing)
 from harness.builds import build_failure, candidate_build_env
 from harness.config import PRECISIONS, tolerance_for
-from harness.discover import module_constants
 from harness.judge_timing import PairTiming, release_cached_memory
 from harness.judge_trials import Trials
+from harness.problem_info import free_memory, gib
 from harness.load import load_module
 from harness.records import Result, failure, one_line
 from harness.verdict import Status, Verdict
@@ -78,7 +78,7 @@ class PairJudge:
                 if not hasattr(self.problem, name):
                     raise inputs_mod.ProblemError(f"defines no {name}")
         except Exception as exc:
-            raise Verdict(Status.COMPILE_ERROR, f"problem file: {type(exc).__name__}: {exc}") from None
+            raise self.problem_failed("its file", exc) from None
         try:
             self.init_args = inputs_mod.init_inputs(self.problem)
             self.model = semantics.build_model(self.problem.Model, self.init_args, self.cfg["init_seed"], self.device,
@@ -87,7 +87,7 @@ class PairJudge:
             # weights to hand a second attempt.
             self.constructed_buffers = {name: b.detach().clone() for name, b in model_buffers(self.model)}
         except Exception as exc:
-            raise Verdict(Status.RUNTIME_ERROR, f"problem's Model(...) raised {type(exc).__name__}: {exc}") from None
+            raise self.problem_failed("Model(...)", exc) from None
 
     def reference(self, inputs: list, seed: int | None = None, count_flops: bool = False, watch_rng: bool = False):
         """The reference output (semantics.call: with a seed, the RNG seeded first). watch_rng: note whether the call
@@ -108,7 +108,7 @@ class PairJudge:
         except torch.cuda.OutOfMemoryError:
             raise  # whose memory it was is decided in run()
         except Exception as exc:
-            raise Verdict(Status.RUNTIME_ERROR, f"problem's forward raised {type(exc).__name__}: {exc}") from None
+            raise self.problem_failed("its forward", exc) from None
 
     def truth(self, inputs: list, ref_out, seed: int | None):
         """The float64 ground truth (the reference model in float64), where it fits in memory, the model runs in
@@ -126,37 +126,30 @@ class PairJudge:
         except Exception:  # a model that pins its own dtypes has no float64 form: no truth then
             return None
 
+    def problem_failed(self, where: str, exc: Exception) -> Verdict:
+        """The verdict when the problem itself fails (its file, Model(...), get_inputs() or its forward): the run cannot
+        judge the candidate (harness_error, never the candidate's status), or, on the CPU, it needs a GPU (skipped)."""
+        message = f"{type(exc).__name__}: {exc}"
+        if self.device.type == "cpu" and NO_CUDA.search(message):
+            return Verdict(Status.SKIPPED, f"the problem needs a CUDA GPU, device is cpu ({where}: {message})")
+        return Verdict(Status.HARNESS_ERROR, f"the problem failed, not the candidate: {where} raised {message}")
+
     def check_host_memory(self) -> None:
         """On the CPU, a pair that cannot fit in the host's memory is skipped here, with the figures. Left to run, it
         is ended a minute later by the out-of-memory killer (full-size sigmoid, 6 GiB a tensor, on a 23 GiB machine),
         which may take another of the user's processes first."""
         if self.device.type != "cpu":
             return
-        try:
-            inputs, out = problem_info.call_on_meta(self.problem, dtype=self.dtype)
-        except Exception:  # a problem that cannot run on the meta device is run as it is
-            return
-        input_bytes, output_bytes = inputs_mod.nbytes(inputs), inputs_mod.nbytes(out)
-        need, available = HOST_MEMORY_FACTOR * (input_bytes + output_bytes), free_memory(self.device)
-        if need <= available:
-            return
-        constants = module_constants(self.problem_source)
-        constants.update({name: value for name, value in self.job["overrides"].items() if name in constants})
-        sizes = ", ".join(f"{name}={value}" for name, value in constants.items()
-                          if isinstance(value, int) and not isinstance(value, bool))
-        raise Verdict(Status.SKIPPED, f"needs over {gib(need)} of memory (inputs {gib(input_bytes)}, output "
-                                      f"{gib(output_bytes)}, each held {HOST_MEMORY_FACTOR} times over or more), "
-                                      f"{gib(available)} available here: shrink the problem with --set"
-                                      + (f" (its sizes: {sizes})" if sizes else ""))
+        shortfall = problem_info.memory_shortfall(self.problem, self.problem_source, self.job["overrides"],
+                                                  free_memory(self.device), HOST_MEMORY_FACTOR, self.dtype)
+        if shortfall:
+            raise Verdict(Status.SKIPPED, shortfall)
 
     # -- the candidate side ------------------------------------------------------------------------
 
-    def start_workers(self) -> None:
-        """Both workers: the candidate imported (timing its build) and ModelNew built in one, the reference's
-        Model in the other (it is timed there later). Imports run at once; constructions one at a time, the
-        reference's first, each with a copy of the weights made just before, so that the candidate never runs
-        while the reference's copy (a shared-memory file on the CPU, which any process of this user can open)
-        is still to be read. A candidate's failure is its verdict; the reference's is the harness's."""
+    def import_both(self) -> None:
+        """Both workers greeted and their code imported at once: the candidate's (its extension builds run now: the
+        stage `build`) and the problem's. A candidate's failure is its verdict; the reference's is the harness's."""
         env = {}
         if self.device.type == "cuda" and "TORCH_CUDA_ARCH_LIST" not in os.environ:
             major, minor = torch.cuda.get_device_capability(self.device)
@@ -175,6 +168,12 @@ class PairJudge:
         self.expect_ok(self.sandbox.receive("import", self.cfg["compile_timeout"]), self.sandbox)
         with self.reference_side():
             self.expect_ok(self.ref_sandbox.receive("import", self.cfg["compile_timeout"]), self.ref_sandbox)
+
+    def construct_both(self) -> None:
+        """Both models built, one at a time, the reference's first (it is timed in its worker later), the weights
+        copied to it just before, so that the candidate never runs while that copy (a shared-memory file on the CPU,
+        which any process of this user can open) is still to be read."""
+        with self.reference_side():
             self.construct(self.ref_sandbox)
         reply = self.construct(self.sandbox)
         self.result.compile_s = round(float(reply["build_s"]), 3)
@@ -273,7 +272,7 @@ class PairJudge:
         except torch.cuda.OutOfMemoryError:
             raise  # whose memory it was is decided in run()
         except Exception as exc:
-            raise Verdict(Status.RUNTIME_ERROR, f"problem's get_inputs() failed: {type(exc).__name__}: {exc}") from None
+            raise self.problem_failed("get_inputs()", exc) from None
 
     def measure_sizes(self, inputs: list, ref_out) -> None:
         """Bytes a call moves and the dtype it computes in, for the roofline (from the first trial)."""
@@ -311,8 +310,10 @@ class PairJudge:
             with self.phase("reference"):
                 self.load_reference()
                 self.check_host_memory()
+            with self.phase("build"):
+                self.import_both()
             with self.phase("workers"):
-                self.start_workers()
+                self.construct_both()
             with self.phase("correctness"):
                 self.trials.run()
             PairTiming(self).time_pair()
@@ -379,19 +380,6 @@ def param_bytes(model) -> int:
     return sum(t.numel() * t.element_size() for t in model_tensors(model))
 
 
-def gib(size: int) -> str:
-    """Bytes as GiB, for messages."""
-    return f"{size / 2**30:.1f} GiB"
-
-
-def free_memory(device: torch.device) -> int:
-    """Free bytes on the device (GPU memory, or the host's available memory)."""
-    if device.type == "cuda":
-        return torch.cuda.mem_get_info(device)[0]
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemAvailable:"):
-            return int(line.split()[1]) * 1024
-    return 0
 
 
 def main() -> None:

@@ -65,7 +65,7 @@ class JudgeFactory:
                                          cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                          pass_fds=(theirs.fileno(),))
         theirs.close()
-        self.sock, self.start_timeout = ours, start_timeout
+        self.sock, self.start_timeout, self.log_path = ours, start_timeout, Path(log_path)
         self.lock = threading.Lock()  # one fork request at a time: answers come in order
         self.answers: queue.Queue = queue.Queue()
         self.judges: dict = {}  # pid: ForkedJudge, until it ends
@@ -121,6 +121,8 @@ class JudgeFactory:
             self.proc.wait(10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+        if self.log_path.exists() and not self.log_path.stat().st_size:  # it had nothing to say
+            self.log_path.unlink()
 
     def _read(self) -> None:
         while True:

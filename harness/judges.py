@@ -57,7 +57,8 @@ def stage_deadlines(cfg: dict) -> dict:
     return {
         "start": start,  # a judge started ahead may still be importing torch and starting its workers
         "reference": start + 2 * request,  # the problem imported and Model built (CUDA started)
-        "workers": start + cfg["compile_timeout"] + 2 * request,  # the candidate imported (built) and constructed
+        "build": start + cfg["compile_timeout"] + 2 * request,  # the candidate imported (its extensions built)
+        "workers": start + cfg["compile_timeout"] + 2 * request,  # both models constructed (a build in __init__ too)
         "correctness": (trials + 2) * 3 * request,  # per trial: reference, float64 truth, candidate call
         "timing_setup": 8 * request,  # timing inputs, warm-up, method choice and trace, both sides
         "timing": cfg["max_timing_s"] + CONFIRM_PAUSE_S + (2 * CONFIRM_ROUNDS + 4) * request

@@ -1,7 +1,8 @@
 """Problem lint: a reference that ignores its inputs, or that zeros or a constant would pass, is reported
 before anyone benchmarks against it. Usage: python -m harness.lint PROBLEM.py DEVICE [NAME=VALUE ...]
 
-Prints one JSON object: {"problem": ..., "findings": [...]}. Imports the problem only (trusted code).
+Prints one JSON object: {"problem": ..., "findings": [...]} or {"problem": ..., "not_checked": why}. Imports the
+problem only (trusted code).
 """
 from __future__ import annotations
 
@@ -12,37 +13,45 @@ from pathlib import Path
 
 import torch
 
-from harness import check, inputs as inputs_mod, semantics
+from harness import check, inputs as inputs_mod, problem_info, semantics
 from harness.config import build_config, tolerance_for
 from harness.discover import parse_set
 from harness.load import load_module
 
 
-def lint_problem(path: Path, device: torch.device, overrides: dict, cfg: dict) -> list[str]:
-    """What is wrong with a problem as a benchmark; an empty list when nothing is."""
+# The lint holds a trial's inputs and one output at a time, the run's check (judge.HOST_MEMORY_FACTOR) with room.
+MEMORY_FACTOR = 3
+
+
+def lint_problem(path: Path, device: torch.device, overrides: dict, cfg: dict) -> dict:
+    """{"findings": what is wrong with the problem as a benchmark} ([] when nothing is), or {"not_checked": why}
+    when it cannot be checked here (too large for this machine, with the --set to shrink it)."""
     try:
-        problem = load_module(path.read_text(), str(path), "problem_module", overrides)
+        source = path.read_text()
+        problem = load_module(source, str(path), "problem_module", overrides)
+        shortfall = problem_info.memory_shortfall(problem, source, overrides, problem_info.free_memory(device),
+                                                  MEMORY_FACTOR)
+        if shortfall:
+            return {"not_checked": shortfall}
         model = semantics.build_model(problem.Model, inputs_mod.init_inputs(problem), cfg["init_seed"], device,
                                       cfg["mode"])
         secret = secrets.randbits(63)
-        outs = []
+        findings, first = [], None
         for trial in range(2):
             inputs = inputs_mod.make_inputs(problem, inputs_mod.trial_seed(secret, path.stem, trial), device, None)
-            outs.append(check.items(semantics.call(model, inputs, inputs_mod.trial_seed(secret, "call", trial))))
+            outputs = check.items(semantics.call(model, inputs, inputs_mod.trial_seed(secret, "call", trial)))
+            del inputs
+            if trial == 0:
+                findings, first = fake_outputs_passing(outputs, cfg, path.stem), [check.fingerprint(x) for x in outputs]
+            elif [check.fingerprint(x) for x in outputs] == first:
+                findings.insert(0, INPUT_BLIND)
+            del outputs
     except Exception as exc:
-        return [f"cannot be run: {type(exc).__name__}: {exc}"]
-    findings = fake_outputs_passing(outs[0], cfg, path.stem)
-    if input_blind(outs[0], outs[1]):
-        findings.insert(0, INPUT_BLIND)
-    return findings
+        return {"findings": [f"cannot be run: {type(exc).__name__}: {exc}"]}
+    return {"findings": findings}
 
 
 INPUT_BLIND = "its output does not depend on its inputs (two input draws gave the same bits)"
-
-
-def input_blind(first: list, second: list) -> bool:
-    """Did two input draws give the same outputs (by fingerprint: no second copy of a large output)?"""
-    return [check.fingerprint(a) for a in first] == [check.fingerprint(b) for b in second]
 
 
 def fake_outputs_passing(outputs: list, cfg: dict, problem: str) -> list[str]:
@@ -65,8 +74,7 @@ def would_pass(ref: torch.Tensor, value: float, cfg: dict, problem: str) -> bool
 
 def main(argv: list) -> None:
     path, device, overrides = Path(argv[0]), torch.device(argv[1]), parse_set(argv[2:])
-    findings = lint_problem(path, device, overrides, build_config(None, {}))
-    print(json.dumps({"problem": path.stem, "findings": findings}))
+    print(json.dumps({"problem": path.stem, **lint_problem(path, device, overrides, build_config(None, {}))}))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Tables from results: speedups.csv (pandas), and the rich table and progress bar of the console."""
+"""Tables from results: speedups.csv (pandas), the console's rich table, and a finished pair in a few words."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,7 +7,7 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from harness import store
+from harness import store, verdict
 from harness.records import Result
 
 CSV_COLUMNS = ["problem", "solution", "status", "flags", "speedup", "speedup_ci_low", "speedup_ci_high", "tie",
@@ -49,16 +49,30 @@ def console_table(results: list[Result], title: str) -> Table:
         table.add_column(name, justify=justify, no_wrap=True)
     table.add_column("flags / reason", overflow="fold", min_width=24)
     for r in speedups_rows(results):
-        speed = "-" if r.speedup is None else f"{r.speedup:.3f} [{r.speedup_ci_low:.3f}, {r.speedup_ci_high:.3f}]"
-        if r.tie:
-            speed = "tie " + speed
+        speed = speed_text(r) or "-"
         notes = ", ".join(sorted(set(r.flags)))
-        if r.error:
-            notes = (notes + "; " if notes else "") + (r.error[:160] + ("..." if len(r.error) > 160 else ""))
+        if r.error:  # a skip's reason ends with what to do about it (the --set to shrink a problem): kept whole
+            limit = len(r.error) if r.status == "skipped" else 160
+            notes = (notes + "; " if notes else "") + (r.error[:limit] + ("..." if len(r.error) > limit else ""))
         style = STATUS_STYLE.get(r.status, "")
         table.add_row(r.problem, r.solution, f"[{style}]{r.status}[/]", fmt(r.ref_ms, ".4g"), fmt(r.new_ms, ".4g"),
                       speed, fmt(r.sol_pct, ".1f"), fmt(r.max_abs_err, ".2e"), notes)
     return table
+
+
+def speed_text(r: Result) -> str:
+    """'1.234 [1.200, 1.260]', 'tie 1.001 [...]', or '' without a speedup."""
+    if r.speedup is None:
+        return ""
+    return ("tie " if r.tie else "") + f"{r.speedup:.3f} [{r.speedup_ci_low:.3f}, {r.speedup_ci_high:.3f}]"
+
+
+def outcome(r: Result) -> str:
+    """A finished pair in a few words: its status, its speedup (and flags that void it), or its reason."""
+    if r.status == "correct":
+        unranked = verdict.not_counted_reason(r.flags)  # flags that make the speedup no measurement
+        return "correct" + (f", {speed_text(r)}" if r.speedup is not None else "") + (f" ({unranked})" if unranked else "")
+    return f"{r.status}" + (f": {r.error[:100]}" if r.error else "")
 
 
 def compare_table(changes: list) -> Table:

@@ -7,12 +7,19 @@ import tempfile
 from pathlib import Path
 
 
+# The user's umask, read once (changing it is process-wide): files written whole get the mode any new file gets.
+UMASK = os.umask(0)
+os.umask(UMASK)
+
+
 def write_atomic(path: Path, text: str) -> None:
-    """Replace `path` whole: write a temporary file beside it, fsync, then os.replace."""
+    """Replace `path` whole: write a temporary file beside it, fsync, then os.replace. The file gets the mode a new
+    file gets (mkstemp's own is 0600, which left some of a run's files unreadable to others beside the rest)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~UMASK)
         with os.fdopen(fd, "w") as handle:
             handle.write(text)
             handle.flush()

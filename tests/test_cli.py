@@ -91,6 +91,9 @@ def test_gate_resume_and_report(tmp_path):
     assert {n: (run_dir / n).read_bytes() for n in written} == written  # rebuilt from results.jsonl, same bytes
     meta = json.loads((run_dir / "meta.json").read_text())
     assert meta["device"] == "cpu" and meta["config"]["trials"] == 2
+    modes = {path.name: oct(path.stat().st_mode & 0o777) for path in run_dir.iterdir() if path.is_file()}
+    assert len(set(modes.values())) == 1, modes  # every file of a run written with the same mode
+    assert not list((run_dir / "logs").glob("judge-factory-*.log"))  # an empty factory log is not kept
 
 
 def test_broken_problem_gets_a_status_not_a_traceback(tmp_path):
@@ -99,7 +102,37 @@ def test_broken_problem_gets_a_status_not_a_traceback(tmp_path):
                   "--out", str(tmp_path))
     assert out.returncode == 0
     (result,) = records(tmp_path)
-    assert result["status"] == "compile_error" and "problem file" in result["error"] and "Model" in result["error"]
+    assert result["status"] == "harness_error" and "the problem failed, not the candidate" in result["error"]
+    assert "Model" in result["error"]
+
+
+def test_a_problem_whose_inputs_fail_is_the_problems_failure_not_the_candidates(tmp_path):
+    out = run_cli("--problem", str(FIXTURES / "problems" / "fx_broken_inputs.py"), "--solution",
+                  str(RELU_SOLUTIONS / "correct_torch.py"), "--device", "cpu", "--config", str(FAST_CONFIG),
+                  "--out", str(tmp_path), "--gate")
+    assert out.returncode == 3, out.stderr  # the run cannot vouch for the pair either way
+    (result,) = records(tmp_path)
+    assert result["status"] == "harness_error" and "the problem failed, not the candidate: get_inputs()" in result["error"]
+
+
+def test_out_must_be_a_folder_and_results_there_need_resume(tmp_path):
+    base = ["--problem", RELU, "--solution", str(RELU_SOLUTIONS / "correct_torch.py"), "--device", "cpu"]
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    out = run_cli(*base, "--out", str(afile))
+    assert out.returncode == 2 and "is a file, not a folder" in out.stderr and "Traceback" not in out.stderr
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "results.jsonl").write_text('{"problem": "fx_relu"}\n')
+    out = run_cli(*base, "--out", str(tmp_path / "run"))
+    message = " ".join(out.stderr.split())
+    assert out.returncode == 2 and "already holds a run (1 result(s)): add --resume" in message and "another --out" in message
+
+
+def test_runs_started_in_the_same_second_get_folders_of_their_own(tmp_path):
+    from harness import cli
+
+    folders = {cli.new_run_dir(tmp_path, ["sigmoid"]) for _ in range(3)}
+    assert len(folders) == 3 and all(f.is_dir() and f.parent == tmp_path for f in folders)
 
 
 def test_list_shows_problems_and_candidates():
@@ -132,3 +165,19 @@ def test_the_console_shows_each_running_pairs_stage_and_a_stall():
     assert out.getvalue() == "  sigmoid/slow: in stage 'correctness' for 90 s (100 s in all; 0/3 pairs done)\n"
     view.end(pair)
     assert view.rows() == [] and view.done == 1
+
+
+def test_progress_estimates_the_time_left_from_the_pairs_this_run_judged():
+    from types import SimpleNamespace
+
+    from harness.cli import RunView
+
+    view = RunView(total=4)
+    assert view.estimate() == ""
+    assert view.end(SimpleNamespace(problem="p", solution="recorded")) is False  # --resume: not judged here
+    assert view.estimate() == ""  # no pace yet
+    judged = SimpleNamespace(problem="p", solution="judged")
+    view.stage(judged, "timing")
+    view.first_start -= 60  # it took a minute
+    assert view.end(judged) is True
+    assert view.estimate() == ", ~2 min left"  # two pairs left at a minute each

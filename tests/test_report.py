@@ -46,3 +46,34 @@ def test_the_compare_table_names_each_change():
                   speedup_ci_high=1.7), Result(problem="relu", solution="new", status=Status.CRASH)]
     text = render(report.compare_table(gate.compare_runs(old, new)))
     assert "1.200 -> 1.600" in text and "faster" in text and "- -> crash" in text and "new" in text
+
+
+def test_a_finished_pair_in_a_few_words():
+    tie = Result(problem="p", solution="a", status=Status.CORRECT, speedup=1.001, speedup_ci_low=0.99,
+                 speedup_ci_high=1.01, tie=True)
+    assert report.outcome(tie) == "correct, tie 1.001 [0.990, 1.010]"
+    noisy = Result(problem="p", solution="b", status=Status.CORRECT, speedup=1.3, speedup_ci_low=1.1,
+                   speedup_ci_high=1.5, flags=["noisy_timing", "no_custom_kernel"])
+    assert report.outcome(noisy) == "correct, 1.300 [1.100, 1.500] (noisy_timing)"
+    wrong = Result(problem="p", solution="c", status=Status.INCORRECT, error="trial 2/7: 3 of 9 elements outside")
+    assert report.outcome(wrong) == "incorrect: trial 2/7: 3 of 9 elements outside"
+
+
+def test_a_skip_reason_is_shown_whole_with_its_advice():
+    reason = ("needs over 36.0 GiB of memory (inputs 6.0 GiB, output 6.0 GiB, each held 3 times over or more), "
+              "23.0 GiB available here: shrink the problem with --set (its sizes: batch_size=4096, dim=393216)")
+    skipped = Result(problem="sigmoid", solution="s", status=Status.SKIPPED, error=reason)
+    out = Console(width=400, record=True)
+    out.print(report.console_table([skipped], "t"))
+    assert "batch_size=4096, dim=393216)" in " ".join(out.export_text().split())
+
+
+def test_an_empty_plot_says_why(monkeypatch):
+    from harness import boards
+
+    said = []
+    monkeypatch.setattr(boards, "say_empty", lambda ax: said.append(ax))
+    board = boards.leaderboard([Result(problem="p", solution="w", status=Status.INCORRECT, error="wrong")])
+    boards.plot_speedups(board)
+    boards.plot_roofline(board)
+    assert len(said) == 2

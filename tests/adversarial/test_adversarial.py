@@ -133,6 +133,7 @@ def test_status_reason_and_flags(adversarial_run, solution):
     result = adversarial_run[1][solution]
     status, reason, flags = EXPECTED[solution]
     assert result["status"] == status, result["error"]
+    assert status == "correct" or (result["error"] or "").strip()  # a verdict against a candidate always says why
     if reason:
         assert reason in result["error"]
     elif status == "correct":
