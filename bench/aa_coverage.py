@@ -1,11 +1,12 @@
 """How often the speedup's 95% CI holds the truth: a problem judged against itself, N times, on this machine.
 
-    python bench/aa_coverage.py --problem sigmoid --runs 20 --out DIR [--copies K] [-- RUN_PY_ARGS ...]
+    python bench/aa_coverage.py --problem sigmoid --runs 20 --out DIR [--copies K] [--repeat N] [-- RUN_PY_ARGS ...]
 
 Each run is one `python run.py --problem P --solution AA --out ...` as a user types it, plus RUN_PY_ARGS (say
 `--device cpu --set batch_size=256 --set dim=16384`); AA is the problem's own source with
 `class ModelNew(Model): pass`, so the true speedup is 1. `--copies K` judges K copies of AA in each run (each a
-pair of its own, with its own judge and workers: cheaper than K runs on a GPU). A pair passes when its CI holds
+pair of its own, with its own judge and workers: cheaper than K runs on a GPU); `--repeat N` makes AA run the
+reference's forward N times a call (true speedup 1/N: a known slowdown for gates). A pair passes when its CI holds
 1.0, or when it claims no speedup (`noisy_timing` or `interference`: boards do not rank it, a gate that asks for
 speed fails it). Writes DIR/aa-coverage.jsonl (one line per pair) and DIR/aa-coverage.md (the command, the
 counts, the spread of the point estimates), and skips runs already in the JSONL (so a sweep can span calls).
@@ -26,9 +27,15 @@ sys.path.insert(0, str(ROOT))
 UNCLAIMED = {"noisy_timing", "interference"}
 
 
-def aa_source(problem_file: Path) -> str:
-    """The problem's own code, and a ModelNew that is its Model."""
-    return problem_file.read_text() + "\n\nclass ModelNew(Model):\n    pass\n"
+def aa_source(problem_file: Path, repeat: int = 1) -> str:
+    """The problem's own code, and a ModelNew that is its Model (that runs its forward `repeat` times a call: a true
+    speedup of 1/repeat)."""
+    if repeat == 1:
+        return problem_file.read_text() + "\n\nclass ModelNew(Model):\n    pass\n"
+    return problem_file.read_text() + (
+        "\n\nclass ModelNew(Model):\n    def forward(self, *args):\n"
+        f"        for _ in range({repeat - 1}):\n            Model.forward(self, *args)\n"
+        "        return Model.forward(self, *args)\n")
 
 
 def problem_file(name: str) -> Path:
@@ -41,16 +48,18 @@ def problem_file(name: str) -> Path:
     return found
 
 
-def verdict(result: dict) -> str:
-    """held (the CI holds 1.0), unclaimed (no speedup claimed), missed, or the status of a pair that did not time."""
+def verdict(result: dict, truth: float = 1.0) -> str:
+    """held (the CI holds the true speedup), unclaimed (no speedup claimed), missed, or the status of a pair that did
+    not time."""
     if result["status"] != "correct" or result.get("speedup") is None:
         return "unclaimed" if UNCLAIMED & set(result.get("flags") or []) else result["status"]
     if UNCLAIMED & set(result["flags"]):
         return "unclaimed"
-    return "held" if result["speedup_ci_low"] <= 1.0 <= result["speedup_ci_high"] else "missed"
+    return "held" if result["speedup_ci_low"] <= truth <= result["speedup_ci_high"] else "missed"
 
 
-def one_run(index: int, problem: Path, candidates: list, out: Path, extra: list, timeout: float) -> list[dict]:
+def one_run(index: int, problem: Path, candidates: list, out: Path, extra: list, timeout: float,
+            truth: float = 1.0) -> list[dict]:
     """One run.py invocation; a row per pair."""
     run_dir = out / "runs" / f"run{index:03d}"
     command = [sys.executable, "run.py", "--problem", str(problem), *[a for c in candidates for a in ("--solution", str(c))],
@@ -66,7 +75,7 @@ def one_run(index: int, problem: Path, candidates: list, out: Path, extra: list,
     return [{"run": index, "exit": code, "run_wall_s": round(wall, 1), "candidate": r["solution"], "status": r["status"],
              "speedup": r.get("speedup"), "ci": [r.get("speedup_ci_low"), r.get("speedup_ci_high")], "tie": r.get("tie"),
              "flags": r.get("flags"), "rounds": r.get("timing_rounds"), "ref_ms": r.get("ref_ms"),
-             "pair_wall_s": r.get("wall_s"), "device": r.get("device"), "gpu": r.get("gpu"), "verdict": verdict(r)}
+             "pair_wall_s": r.get("wall_s"), "device": r.get("device"), "gpu": r.get("gpu"), "verdict": verdict(r, truth)}
             for r in rows]
 
 
@@ -86,6 +95,10 @@ def report(rows: list[dict], command: str) -> str:
                      f"max {max(speedups):.4f}" + (f", SD {statistics.stdev(speedups):.4f}" if len(speedups) > 1 else "")
                      + f"; of the {len(claimed)} claimed, median CI half-width "
                      + (f"{statistics.median((r['ci'][1] - r['ci'][0]) / 2 for r in claimed) * 100:.2f}%." if claimed else "-."))
+    if "--gate" in command:
+        runs = {r["run"]: r.get("exit") for r in rows}
+        lines.append(f"- Gate: exit 0 (passed) in {sum(code == 0 for code in runs.values())} of {len(runs)} runs, "
+                     f"exit 1 (failed) in {sum(code == 1 for code in runs.values())}.")
     walls = [r["pair_wall_s"] for r in rows if r.get("pair_wall_s")]
     if walls:
         lines.append(f"- Pair wall: median {statistics.median(walls):.1f} s.")
@@ -106,6 +119,8 @@ def main() -> int:
     parser.add_argument("--copies", type=int, default=1, help="A/A pairs per run (default 1)")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--timeout", type=float, default=1800, help="seconds per run")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="the candidate runs the reference's forward this many times a call (true speedup 1/N)")
     parser.add_argument("run_args", nargs=argparse.REMAINDER, help="after --: arguments added to each run.py command")
     args = parser.parse_args()
     extra = args.run_args[1:] if args.run_args[:1] == ["--"] else args.run_args
@@ -115,9 +130,10 @@ def main() -> int:
     for k in range(args.copies):
         path = args.out / f"aa_{problem.stem}" / f"aa{k}.py"
         path.parent.mkdir(exist_ok=True)
-        path.write_text(aa_source(problem))
+        path.write_text(aa_source(problem, args.repeat))
         candidates.append(path)
-    command = shlex.join(["python", "run.py", "--problem", args.problem, "--solution", "AA", *extra]) + \
+    name = "AA" if args.repeat == 1 else f"AA_REPEATED_{args.repeat}X"
+    command = shlex.join(["python", "run.py", "--problem", args.problem, "--solution", name, *extra]) + \
         (f" (AA x {args.copies} per run)" if args.copies > 1 else "") + f", {args.runs} runs"
     jsonl = args.out / "aa-coverage.jsonl"
     rows = [json.loads(line) for line in jsonl.read_text().splitlines()] if jsonl.exists() else []
@@ -126,7 +142,7 @@ def main() -> int:
         if index in done:
             continue
         try:
-            new = one_run(index, problem, candidates, args.out, extra, args.timeout)
+            new = one_run(index, problem, candidates, args.out, extra, args.timeout, 1.0 / args.repeat)
         except subprocess.TimeoutExpired:
             new = [{"run": index, "exit": "timeout", "verdict": "no_result"}]
         with open(jsonl, "a") as f:

@@ -145,6 +145,8 @@ def check_relations(config: dict) -> None:
         raise ConfigError("trials + wide_trials must be at least 1")
     if config["timeout"] <= 0 or config["compile_timeout"] <= 0:
         raise ConfigError("timeout and compile_timeout must be positive")
+    if not 0 < config["target_ci_pct"] <= 50 or not 0 < config["cpu_target_ci_pct"] <= 50:
+        raise ConfigError("target_ci_pct and cpu_target_ci_pct must be above 0 and at most 50")
     for key in ("timing_resolution_pct", "batched_resolution_pct", "cpu_resolution_pct", "host_bound_resolution_pct"):
         if not 0 <= config[key] < 10:
             raise ConfigError(f"{key} must be at least 0 and under 10")

@@ -430,6 +430,8 @@ def main() -> None:
         os._exit(0)
     waited_s = max(0.0, time.time() - job.get("sent_at", time.time()))  # for a judge still starting up
     report.send(workers=[w.proc.pid for w in workers])  # each leads its own process group
+    if torch.device(job["device"]).type == "cpu":  # (the workers, forked before, keep PyTorch's default)
+        torch.set_num_threads(1)  # no thread of ours spins beside a timed call (judges.GPU_ENV)
     try:
         judge = PairJudge(job, workers, helpers, report)
         judge.result.phases_s = {"judge_start": round(waited_s, 3), **start_up.phases(job.get("sent_at"))}

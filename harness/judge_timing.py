@@ -197,7 +197,8 @@ class PairTiming:
 
         try:
             self.check_reference_scheduling()
-            ref_ms, new_ms, tight = stats.alternate_rounds(ref_sample, new_sample, cfg, rng, before_round,
+            rounds_cfg = {**cfg, "target_ci_pct": target_pct(cfg, self.result.ref_timer)}
+            ref_ms, new_ms, tight = stats.alternate_rounds(ref_sample, new_sample, rounds_cfg, rng, before_round,
                                                            round_kept=round_kept,
                                                            calls_per_sample=self.result.ref_batch or 1)
             self.check_reference_scheduling()
@@ -485,6 +486,12 @@ class PairTiming:
         except Exception as exc:  # a baseline that cannot compile is reported, never fatal
             self.result.compiled_ms = None
             self.result.compiled_error = one_line(f"{type(exc).__name__}: {exc}", 200)
+
+
+def target_pct(cfg: dict, method: str) -> float:
+    """The half-width, in percent, the rounds aim the speedup's CI at (a wider one at the caps is noisy_timing): on
+    the CPU its own, cpu_target_ci_pct (a 2-core machine's calls spread by 10-40% from request to request)."""
+    return cfg["cpu_target_ci_pct"] if method == "perf_counter" else cfg["target_ci_pct"]
 
 
 def resolution_pct(cfg: dict, method: str, spread: float = 0.0) -> float:

@@ -27,8 +27,6 @@ ROOT = Path(__file__).resolve().parent.parent
 CONFIRM_PAUSE_S, CONFIRM_ROUNDS = 2.0, 10
 
 # Judge and workers (which inherit this) must time alike on the CPU:
-# - idle OpenMP threads sleep, not spin: the processes take turns on the same cores, and one's spinning
-#   threads would slow the other's timed calls;
 # - glibc's malloc gets fixed thresholds: by default they move with each process's allocation history,
 #   so one process's outputs come from recycled heap and the other's from fresh pages it must fault in
 #   (seen here: an A/A pair on a 2-core machine off by 2-3% every run, a tie with these settings);
@@ -39,10 +37,21 @@ CONFIRM_PAUSE_S, CONFIRM_ROUNDS = 2.0, 10
 #   workers fell into that state at different times (A/A pairs at 0.25-0.85 on the 2-core CPU). The cache off
 #   is part of the cure, not all of it (judge_timing: each side's inputs copied right before its own window):
 #   bench/results/aa-coverage/cpu-2core-sigmoid-256x16384-{bf7d6ca,f8291a2}.md.
-JUDGE_ENV = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "MALLOC_MMAP_THRESHOLD_": str(32 << 20),
+JUDGE_ENV = {**os.environ, "MALLOC_MMAP_THRESHOLD_": str(32 << 20),
              "MALLOC_TRIM_THRESHOLD_": str(1 << 30), "GLIBC_TUNABLES": "glibc.malloc.tcache_count=0"}
-JUDGE_ENV.update({k: os.environ[k] for k in ("OMP_WAIT_POLICY", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_",
-                                             "GLIBC_TUNABLES") if k in os.environ})  # the user's own settings win
+# GPU runs: idle OpenMP threads sleep, not spin. Both workers are pinned to one CPU there (workers_share_cpu), where
+# a worker's own spinning threads would slow the thread that launches its kernels. Not on CPU runs: one side runs at a
+# time and the judge computes single-threaded, so nothing spins beside a timed call, and a call wakes its threads as
+# PyTorch does for its users (sleeping threads made a 256 KB sigmoid 92 us a call instead of 18 in one process, and
+# its A/A pairs on the 2-core CPU 0.97-1.10 instead of 0.98-1.01: bench/results/aa-coverage/).
+GPU_ENV = {"OMP_WAIT_POLICY": "PASSIVE"}
+USER_ENV = {k: os.environ[k] for k in ("OMP_WAIT_POLICY", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_",
+                                       "GLIBC_TUNABLES") if k in os.environ}  # the user's own settings win
+
+
+def judge_env(device: str) -> dict:
+    """The environment of the run's judges and workers (JUDGE_ENV, and GPU_ENV on a GPU run)."""
+    return {**JUDGE_ENV, **(GPU_ENV if device.startswith("cuda") else {}), **USER_ENV}
 
 
 JUDGE_COMMAND = (sys.executable, "-m", "harness.judge")  # a judge of its own; most are forked from the judge factory
@@ -84,7 +93,7 @@ class Judge:
                 except FactoryGone as exc:
                     print(f"{exc}: judges are started as processes of their own", file=log, flush=True)
             if self.proc is None:
-                self.proc = subprocess.Popen(list(self.command), cwd=ROOT, env=JUDGE_ENV,
+                self.proc = subprocess.Popen(list(self.command), cwd=ROOT, env=judge_env(ctx.device),
                                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
         self.lines: queue.Queue = queue.Queue()
         self.outbox: queue.Queue = queue.Queue()
@@ -183,7 +192,7 @@ class JudgeStarter:
             self.count += 1
             log_path = log_dir / f"judge-{os.getpid()}-{self.count}.log"
             if self.use_factory and self.factory is None:  # (else each judge is a Python process of its own)
-                self.factory = JudgeFactory(JUDGE_ENV, ROOT, log_dir / f"judge-factory-{os.getpid()}.log",
+                self.factory = JudgeFactory(judge_env(self.ctx.device), ROOT, log_dir / f"judge-factory-{os.getpid()}.log",
                                             self.ctx.config["start_timeout"])
         return Judge(self.ctx, device, warm=ahead and bool(self.ahead), log_path=log_path,
                      on_ready_to_warm=self.let_warm, factory=self.factory)

@@ -19,7 +19,7 @@ def fake_judge(tmp_path, script: str) -> judges.Judge:
     class Fake(judges.Judge):
         command = (sys.executable, "-c", "import sys, json, time\nsys.stdin.readline(); sys.stdin.readline()\n" + script)
 
-    ctx = SimpleNamespace(config={})
+    ctx = SimpleNamespace(config={}, device="cpu")
     return Fake(ctx, None, warm=False, log_path=tmp_path / "judge.log")
 
 
@@ -97,7 +97,7 @@ def lines_sent(judge) -> list:
 
 def starter_of(tmp_path, monkeypatch, ahead: int = 1) -> judges.JudgeStarter:
     monkeypatch.setattr(judges, "Judge", Ahead)
-    return judges.JudgeStarter(SimpleNamespace(config={}, run_dir=tmp_path), ("cuda:0",), ahead=ahead)
+    return judges.JudgeStarter(SimpleNamespace(config={}, run_dir=tmp_path, device="cuda:0"), ("cuda:0",), ahead=ahead)
 
 
 def wait_for(condition, seconds: float = 30) -> None:
@@ -147,7 +147,7 @@ def test_a_judge_taken_for_a_pair_before_it_warmed_up_is_never_told_to(tmp_path,
 # -- the judge factory: judges forked from a process that imported torch once ---------------------------------------
 
 def factory_starter(tmp_path) -> judges.JudgeStarter:
-    return judges.JudgeStarter(SimpleNamespace(config=config(), run_dir=tmp_path), (), ahead=0, factory=True)
+    return judges.JudgeStarter(SimpleNamespace(config=config(), run_dir=tmp_path, device="cpu"), (), ahead=0, factory=True)
 
 
 def test_a_judge_forked_from_the_factory_judges_and_its_end_is_reported(tmp_path):
@@ -214,3 +214,11 @@ def test_a_run_that_needs_no_judge_starts_no_factory(tmp_path):
     starter = factory_starter(tmp_path)
     starter.close()
     assert starter.factory is None
+
+
+def test_openmp_threads_sleep_on_gpu_runs_only_and_the_users_setting_wins(monkeypatch):
+    assert judges.judge_env("cuda:0")["OMP_WAIT_POLICY"] == "PASSIVE"
+    assert "OMP_WAIT_POLICY" not in judges.judge_env("cpu") or "OMP_WAIT_POLICY" in judges.USER_ENV
+    monkeypatch.setattr(judges, "USER_ENV", {"OMP_WAIT_POLICY": "ACTIVE"})
+    assert judges.judge_env("cuda:0")["OMP_WAIT_POLICY"] == "ACTIVE"
+    assert judges.judge_env("cpu")["GLIBC_TUNABLES"] == "glibc.malloc.tcache_count=0"

@@ -250,12 +250,13 @@ def test_each_sides_window_follows_its_own_copy_of_the_rounds_inputs():
             return [0.5, 0.6] if op == "time" else {}
 
     pair = PairTiming.__new__(PairTiming)
-    pair.cfg = {"min_rounds": 10, "max_rounds": 30, "max_timing_s": 30.0, "target_ci_pct": 1.0, "min_timing_s": 0.0,
+    pair.cfg = {"min_rounds": 10, "max_rounds": 30, "max_timing_s": 30.0, "target_ci_pct": 1.0, "cpu_target_ci_pct": 3.0,
+                "min_timing_s": 0.0,
                 "timeout": 5.0, "gpu_probe_ms": 0.0, "interference_rounds": 3, "cold_cache": False,
                 "launch_lead_us": 0.0, "compile_baseline": False}
     pair.device, pair.job = torch.device("cpu"), {"secret": 7}
     pair.result = SimpleNamespace(rounds_discarded=None, ref_wall_ms=[], new_wall_ms=[], flags=[], gpu_wait_ms=None,
-                                  timed_outputs_checked=None, judge_wall_ms=None, ref_batch=1)
+                                  timed_outputs_checked=None, judge_wall_ms=None, ref_batch=1, ref_timer="perf_counter")
     pair.ref_sandbox, pair.sandbox = FakeWorker("ref"), FakeWorker("new")
     pair.judge = SimpleNamespace(make_inputs=lambda seed, wide: [torch.full((4,), float(seed))],
                                  ref_schedule=procs.Schedule.read(os.getpid()), random_reference=False)
@@ -283,3 +284,11 @@ def test_a_pair_bound_by_the_host_takes_the_host_bound_resolution():
     assert resolution_pct(cfg, "cuda_event", spread_pct(launch_bound)) == 1.5
     assert resolution_pct(cfg, "cuda_graph", spread_pct(launch_bound)) == 1.5
     assert resolution_pct(cfg, "perf_counter", spread_pct(launch_bound)) == 2.0  # never narrower than the method's
+
+
+def test_the_cpu_aims_at_a_ci_of_its_own():
+    from harness.judge_timing import target_pct
+
+    cfg = {"target_ci_pct": 1.0, "cpu_target_ci_pct": 3.0}
+    assert target_pct(cfg, "perf_counter") == 3.0
+    assert target_pct(cfg, "cuda_event") == target_pct(cfg, "cuda_graph") == 1.0
