@@ -61,6 +61,7 @@ class PairJudge:
         self.ref_schedule = None  # procs.Schedule
         self.truth_model = None
         self.constructed_buffers = {}
+        self.worker_threads = torch.get_num_threads()  # what the workers compute with (main() sets it)
         self.random_reference = False  # does the reference draw random numbers (seen on its first call)?
         self.trials = Trials(self)
         self.flops = self.bytes_moved = 0
@@ -430,10 +431,12 @@ def main() -> None:
         os._exit(0)
     waited_s = max(0.0, time.time() - job.get("sent_at", time.time()))  # for a judge still starting up
     report.send(workers=[w.proc.pid for w in workers])  # each leads its own process group
-    if torch.device(job["device"]).type == "cpu":  # (the workers, forked before, keep PyTorch's default)
+    worker_threads = torch.get_num_threads()  # the workers, forked before, keep PyTorch's default
+    if torch.device(job["device"]).type == "cpu":
         torch.set_num_threads(1)  # no thread of ours spins beside a timed call (judges.GPU_ENV)
     try:
         judge = PairJudge(job, workers, helpers, report)
+        judge.worker_threads = worker_threads
         judge.result.phases_s = {"judge_start": round(waited_s, 3), **start_up.phases(job.get("sent_at"))}
         result = judge.run()
     except Exception as exc:  # a bug before the pair began still yields a Result, never a silent pair

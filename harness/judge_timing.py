@@ -264,7 +264,8 @@ class PairTiming:
     def time_disagrees(self, ref_ms, ref_judged, new_ms, new_judged, judge_timer: timing.Timer) -> bool:
         """timer_disagrees on these rounds, with the judge's own cache-flush time."""
         cold = self.cfg["cold_cache"]
-        flush_ms = statistics.median(judge_timer.window(judge_timer.flush)[0] for _ in range(5)) if cold else 0.0
+        with timing.threads(self.judge.worker_threads):  # a flush as the workers' threads make it
+            flush_ms = statistics.median(judge_timer.window(judge_timer.flush)[0] for _ in range(5)) if cold else 0.0
         r = self.result
         return timer_disagrees(Requests(ref_ms, ref_judged, r.ref_timer, r.ref_batch or 1),
                                Requests(new_ms, new_judged, r.new_timer, r.new_batch or 1), cold, flush_ms)

@@ -8,6 +8,8 @@ around the same window.
 """
 from __future__ import annotations
 
+import contextlib
+
 import math
 import statistics
 import time
@@ -273,6 +275,18 @@ def output_tensors(out) -> list:
 def single_windows(call_ms: float) -> int:
     """How many single-call windows a sample of a call this long times (SAMPLE_TARGET_MS)."""
     return max(1, min(MAX_SINGLE_WINDOWS, round(SAMPLE_TARGET_MS / call_ms)))
+
+
+@contextlib.contextmanager
+def threads(count: int):
+    """torch's CPU threads set to `count` for a while (the judge computes single-threaded on CPU runs, but times a cache
+    flush as the workers, with PyTorch's default threads, make it)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def work_per_sample(method: str, batch: int, cold_cache: bool) -> tuple[int, int]:
