@@ -99,6 +99,16 @@ def test_tamper_check_sees_a_worker_claim_more_time_than_passed():
     assert timer_disagrees(ref, Requests([5.0] * 10, [0.3] * 10, "perf_counter", 1), False, 0.0)
 
 
+def test_a_flush_the_judge_overestimates_for_both_sides_is_no_tampering():
+    """Both sides' requests take 2.2 ms for a 0.1 ms call and a flush the workers make in 2.0 ms; the judge, timing a
+    flush itself, says 2.4 ms. Each side then seems to claim 0.3 ms more than passed: alike, so no worker forged."""
+    from harness.judge_timing import Requests, timer_disagrees
+
+    side = Requests([0.1] * 10, [2.2] * 10, "perf_counter", 1)
+    assert not timer_disagrees(side, side, cold_cache=True, flush_ms=2.4)
+    assert timer_disagrees(side, Requests([1.5] * 10, [2.2] * 10, "perf_counter", 1), cold_cache=True, flush_ms=2.4)
+
+
 def test_tamper_check_sees_a_clock_slowed_20x_whose_hidden_time_varies():
     """patches_the_timer on a loaded host: each call really takes 2-8 ms, the worker reports 1/20 of it. The
     hidden time varies call to call by more than its own median's distance from the slack: the spread of the
