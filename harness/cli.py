@@ -200,8 +200,8 @@ class RunView:
     def __init__(self, total: int):
         self.total, self.done, self.judged = total, 0, 0
         self.started = time.monotonic()
-        self.first_start = None  # when the first pair judged in this run began (resumed ones are not judged)
-        self.seen = set()
+        self.first_start = None  # when the first judge of this run began (the pace: pairs a judge ended)
+        self.seen, self.with_judge = set(), set()  # pairs this run handled; those a judge took
         self.running = {}  # (problem, solution) -> [stage, stage started, pair started]
         self.lock = threading.Lock()
 
@@ -211,19 +211,20 @@ class RunView:
             entry = self.running.setdefault((pair.problem, pair.solution), [stage, now, now])
             entry[0], entry[1] = stage, now
             self.seen.add((pair.problem, pair.solution))
-            self.first_start = self.first_start or now
+            if stage not in ("build", "queued"):  # a judge has it: skips and failed builds end in no time
+                self.with_judge.add((pair.problem, pair.solution))
+                self.first_start = self.first_start or now
 
     def end(self, pair) -> bool:
         """A pair is done; True when this run judged it (False: recorded by an earlier run, --resume)."""
         with self.lock:
             self.running.pop((pair.problem, pair.solution), None)
             self.done += 1
-            judged = (pair.problem, pair.solution) in self.seen
-            self.judged += judged
-            return judged
+            self.judged += (pair.problem, pair.solution) in self.with_judge
+            return (pair.problem, pair.solution) in self.seen
 
     def estimate(self) -> str:
-        """', ~N min left' from the pace of the pairs judged so far ('' before the first, or when none is left)."""
+        """', ~N min left' from the pace of the pairs a judge ended so far ('' before the first, or none left)."""
         left = self.total - self.done
         if not self.judged or not left:
             return ""

@@ -172,10 +172,13 @@ def test_progress_estimates_the_time_left_from_the_pairs_this_run_judged():
 
     from harness.cli import RunView
 
-    view = RunView(total=4)
+    view = RunView(total=5)
     assert view.estimate() == ""
     assert view.end(SimpleNamespace(problem="p", solution="recorded")) is False  # --resume: not judged here
     assert view.estimate() == ""  # no pace yet
+    skipped = SimpleNamespace(problem="p", solution="skipped")
+    view.stage(skipped, "queued")
+    assert view.end(skipped) is True and view.estimate() == ""  # ended without a judge: no pace from it
     judged = SimpleNamespace(problem="p", solution="judged")
     view.stage(judged, "timing")
     view.first_start -= 60  # it took a minute
