@@ -140,6 +140,7 @@ def evaluate(args, argv: list) -> int:
     run_dir = Path(args.out) if args.out else new_run_dir(Path(config["results_dir"]), sorted({p.problem for p in pairs}))
     ctx = runner.new_context(config, device, overrides, run_dir, env, devices)
     ctx.executor, ctx.ray_address = args.executor, args.ray_address
+    ctx.min_speedup = args.min_speedup if args.gate else None
     ctx.isolation = environment.isolation(config, device)
     runner.write_meta(ctx, env, argv)
     console = report.wide_console()

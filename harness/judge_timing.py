@@ -203,7 +203,8 @@ class PairTiming:
             rounds_cfg = {**cfg, "target_ci_pct": target_pct(cfg, self.result.ref_timer)}
             ref_ms, new_ms, tight = stats.alternate_rounds(ref_sample, new_sample, rounds_cfg, rng, before_round,
                                                            round_kept=round_kept,
-                                                           calls_per_sample=self.result.ref_batch or 1)
+                                                           calls_per_sample=self.result.ref_batch or 1,
+                                                           undecided=self.straddles_the_gate())
             self.check_reference_scheduling()
         except ReferenceRescheduled as exc:
             print(f"no speedup: the reference's worker was rescheduled ({exc})", flush=True)
@@ -227,6 +228,19 @@ class PairTiming:
             self.result.flags.append("timer_tampering")
         if cfg["compile_baseline"]:
             self.time_compiled(self.round_inputs, judge_timer)
+
+    def straddles_the_gate(self):
+        """With --gate --min-speedup: a test of the rounds so far, true while the speedup's CI (as it will be reported)
+        holds the bar, so that the rounds go on (gate_timing_s) until the gate can decide; None without a bar."""
+        bar = self.job.get("min_speedup")
+        if bar is None:
+            return None
+
+        def undecided(ref_ms: list, new_ms: list) -> bool:
+            resolution = resolution_pct(self.cfg, self.result.ref_timer, max(spread_pct(ref_ms), spread_pct(new_ms)))
+            ci = stats.with_resolution(stats.speedup_with_ci(ref_ms, new_ms), resolution)
+            return ci["speedup_ci_low"] < bar <= ci["speedup_ci_high"]
+        return undecided
 
     def check_reference_scheduling(self) -> None:
         """Raise ReferenceRescheduled when the reference's worker no longer runs as it did before the candidate's code

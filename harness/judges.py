@@ -70,7 +70,7 @@ def stage_deadlines(cfg: dict) -> dict:
         "workers": start + cfg["compile_timeout"] + 2 * request,  # both models constructed (a build in __init__ too)
         "correctness": (trials + 2) * 3 * request,  # per trial: reference, float64 truth, candidate call
         "timing_setup": 8 * request,  # timing inputs, warm-up, method choice and trace, both sides
-        "timing": cfg["max_timing_s"] + CONFIRM_PAUSE_S + (2 * CONFIRM_ROUNDS + 4) * request
+        "timing": cfg["max_timing_s"] + cfg["gate_timing_s"] + CONFIRM_PAUSE_S + (2 * CONFIRM_ROUNDS + 4) * request
                   + (cfg["compile_timeout"] if cfg["compile_baseline"] else 0),
         "finish": 60 + 4 * cfg["kill_grace_s"],
     }

@@ -40,6 +40,7 @@ class RunContext:
     # that reached timing: later judges of that problem skip the count (seconds of CPU each on a CPU run).
     flops: dict = dataclasses.field(default_factory=dict)
     isolation: dict = dataclasses.field(default_factory=dict)  # environment.isolation: protections in force here
+    min_speedup: Optional[float] = None  # --gate --min-speedup: a CI across it gets more rounds (gate_timing_s)
 
 
 def pair_key(pair: discover.Pair, source: str, ctx: RunContext) -> str:
@@ -168,7 +169,7 @@ def run_judge(pair: discover.Pair, source: str, ctx: RunContext, starter: Option
            "log_path": str(log_dir / f"{stem}.worker.log"),
            "build_dir": str(build_dir(ctx, source)),
            "peaks_dir": str(under_root(ctx.config["peaks_cache_dir"])),
-           "flops": ctx.flops.get(flops_key(pair, ctx))}
+           "flops": ctx.flops.get(flops_key(pair, ctx)), "min_speedup": ctx.min_speedup}
     starter = starter or judges.JudgeStarter(ctx, (), ahead=0)
     result = judges.run_judge(job, starter.take(ctx.device), ctx.config, log_dir, stem, on_stage, starter)
     if result.flops is not None:

@@ -76,7 +76,8 @@ def is_tie(stats: dict) -> bool:
 def alternate_rounds(ref_call: Callable[[], float], new_call: Callable[[], float], cfg: dict,
                      rng: random.Random, before_round: Callable[[int], None] = lambda i: None,
                      clock: Callable[[], float] = time.monotonic,
-                     round_kept: Callable[[], bool] = lambda: True, calls_per_sample: int = 1) -> tuple[list, list, bool]:
+                     round_kept: Callable[[], bool] = lambda: True, calls_per_sample: int = 1,
+                     undecided: Callable[[list, list], bool] | None = None) -> tuple[list, list, bool]:
     """Rounds of one sample per side in random order, until the speedup's CI is tight or a cap is hit.
 
     `before_round(i)` runs before round i (new input contents, checks of the previous round's output);
@@ -85,28 +86,38 @@ def alternate_rounds(ref_call: Callable[[], float], new_call: Callable[[], float
     Stops after at least min_rounds and min_timing_s of timed calls per side, once the CI is within
     +-target_ci_pct; gives up at max_rounds or after max_timing_s seconds of `clock`, the judge's own:
     a cap on the workers' reported samples would let a forged clock keep the rounds going for ever.
+    Then, while `undecided(ref_ms, new_ms)` (a gate's bar inside the CI), more rounds: up to gate_timing_s more
+    seconds and max_rounds more rounds, until it is decided.
     Returns both sides' samples (ms) and whether the CI reached the target (never from fewer than
     min_rounds rounds).
     """
     ref_ms, new_ms = [], []
     calls = {"ref": (ref_call, ref_ms), "new": (new_call, new_ms)}
-    deadline = clock() + cfg["max_timing_s"]
+    attempts = [0]  # rounds run, dropped ones included: the judge's deadline holds even when every round is dropped
 
     def tight() -> bool:
         return len(ref_ms) >= cfg["min_rounds"] and ci_is_tight(speedup_with_ci(ref_ms, new_ms), cfg["target_ci_pct"])
 
-    attempts = 0  # rounds run, dropped ones included: the judge's deadline holds even when every round is dropped
-    while len(ref_ms) < cfg["max_rounds"] and attempts < 2 * cfg["max_rounds"] and (not attempts or clock() < deadline):
-        attempts += 1
+    def one_round() -> None:
+        attempts[0] += 1
         before_round(len(ref_ms))
         for side in rng.sample(["ref", "new"], 2):
             call, samples = calls[side]
             samples.append(call())
         if not round_kept():
             ref_ms.pop(), new_ms.pop()
-            continue
-        timed_ms = calls_per_sample * min(sum(ref_ms), sum(new_ms))
+
+    deadline = clock() + cfg["max_timing_s"]
+    while len(ref_ms) < cfg["max_rounds"] and attempts[0] < 2 * cfg["max_rounds"] and (not attempts[0] or clock() < deadline):
+        one_round()
+        timed_ms = calls_per_sample * min(sum(ref_ms or [0.0]), sum(new_ms or [0.0]))
         enough = len(ref_ms) >= cfg["min_rounds"] and timed_ms >= cfg["min_timing_s"] * 1e3
         if enough and len(ref_ms) % 5 == 0 and tight():
             break
+    if undecided is not None and cfg.get("gate_timing_s") and len(ref_ms) >= 2 and undecided(ref_ms, new_ms):
+        deadline, limit = clock() + cfg["gate_timing_s"], len(ref_ms) + cfg["max_rounds"]
+        while len(ref_ms) < limit and attempts[0] < 4 * cfg["max_rounds"] and clock() < deadline:
+            one_round()
+            if len(ref_ms) % 5 == 0 and not undecided(ref_ms, new_ms):
+                break
     return ref_ms, new_ms, tight()

@@ -91,6 +91,28 @@ def test_alternate_rounds_caps_a_noisy_pair():
     assert not tight and len(ref) == ROUNDS["max_rounds"]
 
 
+def test_a_ci_across_a_gates_bar_gets_more_rounds_until_it_is_decided():
+    rng = np.random.default_rng(4)
+    noisy = {**ROUNDS, "gate_timing_s": 30.0}
+
+    def draws():
+        return (lambda: float(rng.uniform(0.9, 1.5)), lambda: float(rng.uniform(0.9, 1.5)))
+
+    def undecided_at(bar):
+        return lambda ref, new: (lambda ci: ci["speedup_ci_low"] < bar <= ci["speedup_ci_high"])(
+            stats.speedup_with_ci(ref, new))
+
+    ref, _, _ = stats.alternate_rounds(*draws(), noisy, random.Random(0))
+    assert len(ref) == 60  # no bar: the caps as before
+    ref, new, _ = stats.alternate_rounds(*draws(), noisy, random.Random(0), undecided=undecided_at(0.5))
+    assert len(ref) == 60  # decided already (the CI clears 0.5): no more rounds
+    ref, new, _ = stats.alternate_rounds(*draws(), noisy, random.Random(0), undecided=undecided_at(1.0))
+    assert len(ref) == 120  # a true speedup of 1 stays across the bar: up to max_rounds more, then undecided
+    ref, _, _ = stats.alternate_rounds(*draws(), {**noisy, "gate_timing_s": 0.0}, random.Random(0),
+                                       undecided=undecided_at(1.0))
+    assert len(ref) == 60  # gate_timing_s 0: off
+
+
 def test_alternate_rounds_randomizes_the_order_within_rounds():
     order = []
     stats.alternate_rounds(lambda: order.append("ref") or 1.0, lambda: order.append("new") or 1.0,
