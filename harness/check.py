@@ -197,11 +197,16 @@ def constant_would_pass(ref: torch.Tensor, value: float, atol: float, rtol: floa
     return True
 
 
+def strided_sample(x: torch.Tensor, count: int = 1 << 16) -> torch.Tensor:
+    """About `count` elements spread evenly over the whole tensor (a view where x is contiguous)."""
+    flat = x.detach().reshape(-1)
+    return flat[:: max(1, flat.numel() // count)]
+
+
 def fingerprint(x: torch.Tensor, sample: int = 1 << 16) -> tuple:
     """Shape, dtype and the bits of a strided sample of elements: two outputs with the same fingerprint are, for the
     lint's purpose (does the output depend on the inputs?), the same output."""
-    flat = x.detach().reshape(-1)
-    picked = flat[:: max(1, flat.numel() // sample)].contiguous()
+    picked = strided_sample(x, sample).contiguous()
     view = INT_VIEW.get(picked.element_size()) if picked.is_floating_point() else None
     bits = picked.view(view) if view is not None else picked
     return tuple(x.shape), str(x.dtype), bits.cpu().numpy().tobytes()

@@ -9,6 +9,8 @@ from typing import Optional
 import torch
 from torch.overrides import TorchFunctionMode
 
+from harness import check
+
 
 class ProblemError(Exception):
     """The problem file itself misbehaves (missing functions, wrong return types)."""
@@ -110,10 +112,9 @@ def widen_all(inputs: list, plain: list, scale: float, rng: random.Random) -> No
             x.mul_(rng.uniform(scale, 2 * scale))
 
 
-def integer_valued(x: torch.Tensor, sample: int = 1 << 16) -> bool:
+def integer_valued(x: torch.Tensor) -> bool:
     """Do (a strided sample of) its values all lie on integers? (Labels and masks kept as floats.)"""
-    flat = x.reshape(-1)
-    picked = flat[:: max(1, flat.numel() // sample)]
+    picked = check.strided_sample(x)
     return bool((picked == picked.round()).all())
 
 

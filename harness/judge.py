@@ -31,11 +31,6 @@ from harness.verdict import Status, Verdict
 from harness.procs import adopt_orphans, children, kill_orphans, make_undumpable, my_children
 from harness.sandbox import Sandbox, WorkerFailure
 
-# A CPU pair holds its inputs and the reference's output several times over: the judge's, copies for both workers,
-# their outputs, a timing round's inputs. Measured on the 2-core CPU machine (sigmoid, 0.375 and 1.125 GiB a tensor):
-# the whole run's memory grew by 3.8 GiB for each GiB of inputs plus output. Pairs needing over this many times
-# their size are skipped up front (check_host_memory): they cannot fit.
-HOST_MEMORY_FACTOR = 3
 OUT_OF_MEMORY = re.compile(r"OutOfMemoryError|out of memory", re.I)
 # Messages that mean "this needs a GPU", not "this is broken", when running on the CPU.
 NO_CUDA = re.compile(r"not compiled with CUDA|CUDA_HOME|no CUDA GPUs|NVIDIA driver|cuda_runtime|nvcc|"
@@ -142,7 +137,7 @@ class PairJudge:
         if self.device.type != "cpu":
             return
         shortfall = problem_info.memory_shortfall(self.problem, self.problem_source, self.job["overrides"],
-                                                  free_memory(self.device), HOST_MEMORY_FACTOR, self.dtype)
+                                                  free_memory(self.device), problem_info.MEMORY_FACTOR, self.dtype)
         if shortfall:
             raise Verdict(Status.SKIPPED, shortfall)
 

@@ -21,7 +21,7 @@ from harness.clocks import ClockMonitor
 from harness.gpu_probe import GpuProbe, ProbeUnavailable
 from harness.judges import CONFIRM_PAUSE_S, CONFIRM_ROUNDS  # part of the timing stage's deadline there
 from harness.records import one_line
-from harness.verdict import Status, Verdict
+from harness.verdict import Status, Verdict, across
 
 
 TIMED_CHECK_SHARE = 0.1  # share of timing rounds whose candidate output is checked (secretly chosen), plus the last
@@ -237,10 +237,14 @@ class PairTiming:
             return None
 
         def undecided(ref_ms: list, new_ms: list) -> bool:
-            resolution = resolution_pct(self.cfg, self.result.ref_timer, max(spread_pct(ref_ms), spread_pct(new_ms)))
-            ci = stats.with_resolution(stats.speedup_with_ci(ref_ms, new_ms), resolution)
-            return ci["speedup_ci_low"] < bar <= ci["speedup_ci_high"]
+            ci = self.reported_ci(ref_ms, new_ms)
+            return across(ci["speedup_ci_low"], ci["speedup_ci_high"], bar)
         return undecided
+
+    def reported_ci(self, ref_ms: list, new_ms: list) -> dict:
+        """The medians, the speedup and its CI widened by the harness's resolution, as a Result reports them."""
+        resolution = resolution_pct(self.cfg, self.result.ref_timer, max(spread_pct(ref_ms), spread_pct(new_ms)))
+        return stats.with_resolution(stats.speedup_with_ci(ref_ms, new_ms), resolution)
 
     def check_reference_scheduling(self) -> None:
         """Raise ReferenceRescheduled when the reference's worker no longer runs as it did before the candidate's code
@@ -461,8 +465,7 @@ class PairTiming:
 
     def record_timing(self, ref_ms: list, new_ms: list, tight: bool, clocks) -> None:
         """Statistics, roofline figures, clocks and timing flags from the raw samples."""
-        resolution = resolution_pct(self.cfg, self.result.ref_timer, max(spread_pct(ref_ms), spread_pct(new_ms)))
-        summary = stats.with_resolution(stats.speedup_with_ci(ref_ms, new_ms), resolution)
+        summary = self.reported_ci(ref_ms, new_ms)
         for key, value in summary.items():
             setattr(self.result, key, value)
         r = self.result

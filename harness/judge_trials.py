@@ -33,7 +33,7 @@ class Trials:
     def __init__(self, judge):
         self.judge, self.cfg, self.result, self.phase = judge, judge.cfg, judge.result, judge.phase
         self.problem_checked = False  # the problem's own checks run in the first attempt's first two trials
-        self.findings, self.fingerprints = [], None
+        self.problem_check = None  # lint.ProblemCheck, made at trial 1
         self.ref_err = self.new_err = 0.0  # running maxima of the errors against float64, in tolerances
 
     def run(self) -> None:
@@ -125,16 +125,14 @@ class Trials:
     def check_problem(self, trial: int, total: int, outputs: list) -> None:
         """The lint's checks on the reference's own outputs: would zeros or a constant pass (first trial), does the
         output ignore its inputs (first two trials)? Findings flag the pair degenerate_problem."""
-        if trial == 0:
+        if trial == 0:  # afresh: a second attempt, after a first one that ended in its first trial, starts again here
+            self.problem_check = lint.ProblemCheck(self.cfg, self.judge.job["problem"])
             if self.judge.random_reference and RANDOM_REFERENCE not in self.result.notes:
                 self.result.notes.append(RANDOM_REFERENCE)
-            self.findings = lint.fake_outputs_passing(outputs, self.cfg, self.judge.job["problem"])
-            self.fingerprints = [check.fingerprint(x) for x in outputs]
-        elif [check.fingerprint(x) for x in outputs] == self.fingerprints:
-            self.findings.insert(0, lint.INPUT_BLIND)
+        self.problem_check.see(outputs)
         self.problem_checked = trial == 1 or total == 1
-        if self.findings:
-            self.result.problem_findings = list(self.findings)
+        if self.problem_check.findings:
+            self.result.problem_findings = list(self.problem_check.findings)
             if "degenerate_problem" not in self.result.flags:
                 self.result.flags.append(flag("degenerate_problem"))
 

@@ -19,10 +19,6 @@ from harness.discover import parse_set
 from harness.load import load_module
 
 
-# The lint holds a trial's inputs and one output at a time, the run's check (judge.HOST_MEMORY_FACTOR) with room.
-MEMORY_FACTOR = 3
-
-
 def lint_problem(path: Path, device: torch.device, overrides: dict, cfg: dict) -> dict:
     """{"findings": what is wrong with the problem as a benchmark} ([] when nothing is), or {"not_checked": why}
     when it cannot be checked here (too large for this machine, with the --set to shrink it)."""
@@ -30,28 +26,41 @@ def lint_problem(path: Path, device: torch.device, overrides: dict, cfg: dict) -
         source = path.read_text()
         problem = load_module(source, str(path), "problem_module", overrides)
         shortfall = problem_info.memory_shortfall(problem, source, overrides, problem_info.free_memory(device),
-                                                  MEMORY_FACTOR)
+                                                  problem_info.MEMORY_FACTOR)  # (it holds less than a pair: room)
         if shortfall:
             return {"not_checked": shortfall}
         model = semantics.build_model(problem.Model, inputs_mod.init_inputs(problem), cfg["init_seed"], device,
                                       cfg["mode"])
-        secret = secrets.randbits(63)
-        findings, first = [], None
+        secret, problem_check = secrets.randbits(63), ProblemCheck(cfg, path.stem)
         for trial in range(2):
             inputs = inputs_mod.make_inputs(problem, inputs_mod.trial_seed(secret, path.stem, trial), device, None)
             outputs = check.items(semantics.call(model, inputs, inputs_mod.trial_seed(secret, "call", trial)))
             del inputs
-            if trial == 0:
-                findings, first = fake_outputs_passing(outputs, cfg, path.stem), [check.fingerprint(x) for x in outputs]
-            elif [check.fingerprint(x) for x in outputs] == first:
-                findings.insert(0, INPUT_BLIND)
+            problem_check.see(outputs)
             del outputs
     except Exception as exc:
         return {"findings": [f"cannot be run: {type(exc).__name__}: {exc}"]}
-    return {"findings": findings}
+    return {"findings": problem_check.findings}
 
 
 INPUT_BLIND = "its output does not depend on its inputs (two input draws gave the same bits)"
+
+
+class ProblemCheck:
+    """The lint's checks on a problem's own outputs, one draw of inputs at a time (the lint's, and every judge's on
+    its first two trials): would zeros or a constant pass the first, does the second equal it?"""
+
+    def __init__(self, cfg: dict, problem: str):
+        self.cfg, self.problem = cfg, problem
+        self.findings, self.first = [], None  # what is wrong; the first outputs' fingerprints
+
+    def see(self, outputs: list) -> None:
+        """The outputs of the next draw (the first two count)."""
+        if self.first is None:
+            self.findings = fake_outputs_passing(outputs, self.cfg, self.problem)
+            self.first = [check.fingerprint(x) for x in outputs]
+        elif [check.fingerprint(x) for x in outputs] == self.first and INPUT_BLIND not in self.findings:
+            self.findings.insert(0, INPUT_BLIND)
 
 
 def fake_outputs_passing(outputs: list, cfg: dict, problem: str) -> list[str]:

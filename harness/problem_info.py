@@ -42,6 +42,13 @@ def call_on_meta(module, mode=None, dtype=None) -> tuple[list, object]:
             return inputs, model(*inputs)
 
 
+# A CPU pair holds its inputs and the reference's output several times over: the judge's, copies for both workers,
+# their outputs, a timing round's inputs. Measured on the 2-core CPU machine (sigmoid, 0.375 and 1.125 GiB a tensor):
+# the whole run's memory grew by 3.8 GiB for each GiB of inputs plus output. Pairs needing over this many times
+# their size are skipped up front (judge.check_host_memory): they cannot fit.
+MEMORY_FACTOR = 3
+
+
 def memory_shortfall(module, source: str, overrides: dict, available: int, factor: float, dtype=None) -> Optional[str]:
     """Why this machine cannot hold the problem: its inputs and output, `factor` times over, exceed `available` bytes
     (the figures, and the sizes to shrink with --set); None when they fit, or when the problem cannot be sized on the

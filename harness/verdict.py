@@ -136,12 +136,15 @@ def under_minimum(result, bar: float) -> Optional[str]:
     if not (is_number(low) and is_number(high)):
         return f"no speedup was measured (minimum {bar:g})"
     shown = f"speedup {fmt(result.speedup)} [{fmt(low)}, {fmt(high)}]"
-    if low >= bar:
-        return None
-    if high < bar:
-        return f"{shown} is under the minimum {bar:g}"
+    if not across(low, high, bar):
+        return None if low >= bar else f"{shown} is under the minimum {bar:g}"
     return (f"undecided: {shown} straddles the minimum {bar:g} (its low end {100 * (bar - low) / bar:.1f}% under it); "
             f"more rounds (max_rounds, max_timing_s) may decide")
+
+
+def across(low: float, high: float, bar: float) -> bool:
+    """Does a speedup's CI hold a gate's bar (the gate cannot decide: more rounds may)? At the low end it clears it."""
+    return low < bar <= high
 
 
 def change_between(old, new) -> str:

@@ -290,16 +290,10 @@ class EarlierOutputs:
 
     def returned_before(self, out) -> bool:
         return any(not ref.expired() and ptr == x.untyped_storage().data_ptr()
-                   for x in tensors_of(out) for ptr, ref in self.storages)
+                   for x in timing.output_tensors(out) for ptr, ref in self.storages)
 
     def remember(self, out) -> None:
-        self.storages = [(x.untyped_storage().data_ptr(), StorageWeakRef(x.untyped_storage())) for x in tensors_of(out)]
-
-
-def tensors_of(out) -> list:
-    """The tensors among a call's outputs."""
-    items = out if type(out) in (tuple, list) else [out]
-    return [x for x in items if isinstance(x, torch.Tensor)]
+        self.storages = [(x.untyped_storage().data_ptr(), StorageWeakRef(x.untyped_storage())) for x in timing.output_tensors(out)]
 
 
 def poison_free_memory(device: torch.device, sizes: list) -> None:
