@@ -1,0 +1,16 @@
+#!/bin/bash
+# One lent-GPU call's worth of the real-generations corpus (bench/realgen.py), resuming from results/realgen/:
+#   bench/realgen_on_device.sh HARNESS_S KERNELBENCH_S
+# Carry .corpus, .whl and results/realgen. The harness judges new pairs for HARNESS_S seconds (run.py --manifest, as a
+# user runs it), then KernelBench's evaluator takes the pairs the harness judged, for KERNELBENCH_S seconds, with the
+# harness's builds of this call first. Everything comes back in $OUT/realgen.tgz, the logs in $OUT/*.log.
+harness_s=${1:?HARNESS_S}; kernelbench_s=${2:?KERNELBENCH_S}
+export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0}
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=/tmp/site || exit 1
+nvidia-smi -L
+timeout -s INT "$harness_s" python3 bench/realgen.py harness --out results/realgen > "$OUT/harness.log" 2>&1
+sleep 5; pkill -f "harness\.(judge|worker|judge_factory)"
+timeout "$kernelbench_s" python3 bench/realgen.py kernelbench --out results/realgen > "$OUT/kernelbench.log" 2>&1
+python3 bench/realgen.py table --out results/realgen
+tar czf "$OUT/realgen.tgz" results/realgen
