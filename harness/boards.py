@@ -38,6 +38,10 @@ LEADERBOARD_COLUMNS = [
     ("gbps", "candidate's achieved bandwidth (inputs + weights + outputs once), GB/s"),
     ("tflops", "candidate's achieved TFLOP/s (FLOPs counted on the reference); empty for 0 FLOPs"),
     ("max_abs_err", "worst |candidate - reference| over all correctness trials"),
+    ("new_peak_mb", "peak memory of the candidate's worker, MB (GPU: its caching allocator's peak, the harness's copy "
+                    "of the timing inputs included; CPU: its resident set)"),
+    ("ref_peak_mb", "the same for the reference's worker"),
+    ("judge_peak_mb", "the same for the judge (the reference's outputs, the float64 truth, the inputs it hands out)"),
     ("gpu", "GPU model (empty on the CPU)"),
     ("device", "device the pair ran on (cuda:N or cpu)"),
     ("torch", "torch version of the run"),
@@ -77,7 +81,7 @@ def leaderboard(results: list[Result], meta: Optional[dict] = None) -> pd.DataFr
             "flags": ";".join(sorted(set(r.flags))), "speedup": r.speedup, "speedup_ci_low": r.speedup_ci_low,
             "speedup_ci_high": r.speedup_ci_high, "tie": r.tie, "ref_ms": r.ref_ms, "new_ms": r.new_ms,
             "sol_pct": r.sol_pct, "ref_sol_pct": r.ref_sol_pct, "gbps": r.gbps, "tflops": r.tflops,
-            "max_abs_err": r.max_abs_err, "gpu": r.gpu, "device": r.device,
+            "max_abs_err": r.max_abs_err, **peaks(r.peak_mem_mb), "gpu": r.gpu, "device": r.device,
             "torch": r.torch_version or meta.get("torch"), "cuda": r.cuda_version or meta.get("cuda_version"),
             "harness": r.harness or meta_harness(meta), "date": (r.finished_at or meta.get("started") or "")[:10],
             "reason": r.error or verdict.unranked_reason(r), "schema_version": r.schema_version,
@@ -93,6 +97,14 @@ def leaderboard(results: list[Result], meta: Optional[dict] = None) -> pd.DataFr
     frame["rank"] = pd.array([None] * len(frame), dtype="Int64")
     frame.loc[ranked, "rank"] = frame[ranked].groupby("problem").cumcount() + 1
     return frame[[c for c, _ in LEADERBOARD_COLUMNS]].reset_index(drop=True)
+
+
+def peaks(peak_mem_mb) -> dict:
+    """The three peak-memory columns from a result's peak_mem_mb (records before the reference's worker was measured
+    have none for it)."""
+    peak = peak_mem_mb if isinstance(peak_mem_mb, dict) else {}
+    return {"new_peak_mb": peak.get("worker"), "ref_peak_mb": peak.get("reference_worker"),
+            "judge_peak_mb": peak.get("judge")}
 
 
 def counted_speedups(frame: pd.DataFrame) -> pd.Series:
@@ -149,13 +161,14 @@ def summary_markdown(board: pd.DataFrame, totals: pd.DataFrame, title: str) -> s
     for row in totals.itertuples(index=False):
         fast = " | ".join(cell(v, ".2f") for v in row[3:7])
         lines.append(f"| {row.candidate_set} | {row.problems} | {row.correct} | {fast} | {cell(row.geomean_speedup, '.3f')} |")
-    lines += ["", "| problem | rank | candidate | status | speedup [95% CI] | ref ms | new ms | SOL % | flags / reason |",
-              "|---|---:|---|---|---|---:|---:|---:|---|"]
+    lines += ["", "| problem | rank | candidate | status | speedup [95% CI] | ref ms | new ms | SOL % | peak MB | "
+                  "flags / reason |", "|---|---:|---|---|---|---:|---:|---:|---:|---|"]
     for r in board.itertuples(index=False):
         speed = "-" if pd.isna(r.speedup) else f"{r.speedup:.3f} [{r.speedup_ci_low:.3f}, {r.speedup_ci_high:.3f}]"
         notes = "; ".join(x for x in (r.flags, "" if pd.isna(r.reason) else str(r.reason)[:200]) if x)
         lines.append(f"| {r.problem} | {cell(r.rank, 'd')} | {r.candidate} | {r.status} | {speed} | {cell(r.ref_ms, '.4g')} | "
-                     f"{cell(r.new_ms, '.4g')} | {cell(r.sol_pct, '.1f')} | {notes.replace('|', '/')} |")
+                     f"{cell(r.new_ms, '.4g')} | {cell(r.sol_pct, '.1f')} | {cell(r.new_peak_mb, '.0f')} | "
+                     f"{notes.replace('|', '/')} |")
     lines += ["", "![speedup per candidate](speedups.png)", "", "![share of the speed of light](roofline.png)", ""]
     return "\n".join(lines)
 

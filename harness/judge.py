@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 from torch.utils.flop_counter import FlopCounterMode  # imported ahead of the pair: it takes a while
 
-from harness import (channel, check, clocks, handover, inputs as inputs_mod, problem_info, procs, roofline, semantics,
+from harness import (channel, check, clocks, footprint, handover, inputs as inputs_mod, problem_info, procs, roofline, semantics,
                      stopping, timing)
 from harness.builds import build_failure, candidate_build_env
 from harness.config import PRECISIONS, tolerance_for
@@ -55,6 +55,7 @@ class PairJudge:
         # The reference's worker's scheduling before candidate code ran: PairTiming checks that it changes only by our hand.
         self.ref_schedule = None  # procs.Schedule
         self.truth_model = None
+        self.sizes = None  # problem_info.Sizes, from the meta device (load_reference)
         self.constructed_buffers = {}
         self.worker_threads = torch.get_num_threads()  # what the workers compute with (main() sets it)
         self.random_reference = False  # does the reference draw random numbers (seen on its first call)?
@@ -84,6 +85,7 @@ class PairJudge:
             self.constructed_buffers = {name: b.detach().clone() for name, b in model_buffers(self.model)}
         except Exception as exc:
             raise self.problem_failed("Model(...)", exc) from None
+        self.sizes = problem_info.sizes(self.problem, self.dtype)  # None: not sizable on the meta device
 
     def reference(self, inputs: list, seed: int | None = None, count_flops: bool = False, watch_rng: bool = False):
         """The reference output (semantics.call: with a seed, the RNG seeded first). watch_rng: note whether the call
@@ -106,21 +108,46 @@ class PairJudge:
         except Exception as exc:
             raise self.problem_failed("its forward", exc) from None
 
-    def truth(self, inputs: list, ref_out, seed: int | None):
-        """The float64 ground truth (the reference model in float64), where it fits in memory, the model runs in
-        float64, and the reference draws no random numbers (float64 draws differ from float32 ones)."""
+    def truth_first(self, trial: int, wide: bool, seed: int | None):
+        """The trial's float64 truth (the reference model in float64, check.stored_truth) and a fingerprint of the
+        inputs it was computed from, computed before anything else of the trial is on the device: the inputs are
+        drawn, upcast and dropped, and drawn again afterwards (footprint.py: the float64 forward needs the room).
+        None where there is no truth: see truth()."""
+        inputs = self.make_inputs(trial, wide)
+        drawn = check.input_fingerprint(inputs)
+        inputs = check.as_float64(inputs)
+        truth = self.truth(inputs, seed, upcast=False)
+        del inputs
+        release_cached_memory(self.device)  # the float64 blocks back: the trial's tensors are smaller
+        return (truth, drawn) if truth is not None else None
+
+    def truth(self, inputs: list, seed: int | None, upcast: bool = True):
+        """The float64 ground truth of these inputs (float64 already unless upcast), as check.stored_truth keeps it;
+        None where the reference draws random numbers (float64 draws differ from float32 ones), the model has no
+        float64 form, or it does not fit in the device's free memory (the result's notes say so, once)."""
         if not self.cfg["fp64_truth"] or self.random_reference:
             return None
-        need = 2 * (inputs_mod.nbytes(inputs) + inputs_mod.nbytes(ref_out) + param_bytes(self.model))
-        if need > self.cfg["fp64_memory_fraction"] * free_memory(self.device):
+        size = self.sizes
+        need = 2 * (size.inputs + size.outputs + size.weights) if size else 2 * inputs_mod.nbytes(inputs)
+        free = free_memory(self.device)
+        if need > self.cfg["fp64_memory_fraction"] * free:
+            self.note(f"no float64 truth: it needs about {gib(need)}, {gib(free)} of the device was free")
             return None
         try:
             if self.truth_model is None:
                 self.truth_model = copy.deepcopy(self.model).double()
             with self.phase("correctness.truth"):
-                return semantics.call(self.truth_model, check.as_float64(inputs), seed)
-        except Exception:  # a model that pins its own dtypes has no float64 form: no truth then
+                out = semantics.call(self.truth_model, check.as_float64(inputs) if upcast else inputs, seed)
+                return check.stored_truth(out, size.output_dtypes if size else None)
+        except Exception as exc:  # a model that pins its own dtypes has no float64 form: no truth then
+            if OUT_OF_MEMORY.search(str(exc)):
+                self.note(f"no float64 truth: the device ran out of memory for it ({gib(need)} reckoned)")
             return None
+
+    def note(self, text: str) -> None:
+        """A note for the result, once."""
+        if text not in self.result.notes:
+            self.result.notes.append(text)
 
     def problem_failed(self, where: str, exc: Exception) -> Verdict:
         """The verdict when the problem itself fails (its file, Model(...), get_inputs() or its forward): the run cannot
@@ -130,14 +157,15 @@ class PairJudge:
             return Verdict(Status.SKIPPED, f"the problem needs a CUDA GPU, device is cpu ({where}: {message})")
         return Verdict(Status.HARNESS_ERROR, f"the problem failed, not the candidate: {where} raised {message}")
 
-    def check_host_memory(self) -> None:
-        """On the CPU, a pair that cannot fit in the host's memory is skipped here, with the figures. Left to run, it
-        is ended a minute later by the out-of-memory killer (full-size sigmoid, 6 GiB a tensor, on a 23 GiB machine),
-        which may take another of the user's processes first."""
-        if self.device.type != "cpu":
-            return
-        shortfall = problem_info.memory_shortfall(self.problem, self.problem_source, self.job["overrides"],
-                                                  free_memory(self.device), problem_info.MEMORY_FACTOR, self.dtype)
+    def check_memory(self) -> None:
+        """A pair the device cannot hold is skipped here, in seconds, with the figures and the --set to shrink it. On
+        a GPU: the harness's budget and room for the candidate (footprint.pair_need); left to run, a judge out of
+        memory would end it later, and an honest candidate's worker might be the one to fail. On the CPU: the host's
+        memory (problem_info.host_need); left to run, the out-of-memory killer ends it a minute later (full-size
+        sigmoid, 6 GiB a tensor, on a 23 GiB machine), and may take another of the user's processes first."""
+        need = footprint.pair_need if self.device.type == "cuda" else problem_info.host_need
+        shortfall = problem_info.memory_shortfall(self.sizes, self.problem_source, self.job["overrides"],
+                                                  free_memory(self.device), need)
         if shortfall:
             raise Verdict(Status.SKIPPED, shortfall)
 
@@ -221,6 +249,12 @@ class PairJudge:
             raise Verdict(Status.INCORRECT, problem)
         return reply
 
+    def release_trial(self) -> None:
+        """After a trial: the candidate's worker lets go of that call's inputs and outputs (else it holds them until
+        its next call, beside the next trial's), and this process hands its cached GPU blocks back."""
+        self.expect_ok(self.sandbox.request("release_outputs", self.cfg["timeout"]))
+        release_cached_memory(self.device, outboxes=self.outboxes())
+
     def outboxes(self) -> list:
         """Where the workers' handed tensors are allocated (each a pool of its own), once they are greeted."""
         return [s.outbox for s in (self.sandbox, self.ref_sandbox) if s is not None and s.outbox is not None]
@@ -239,20 +273,25 @@ class PairJudge:
             message = f"the reference's timing worker failed: {exc}"
             raise self.blame_for_memory(message) or Verdict(Status.HARNESS_ERROR, message) from None
 
-    def blame_for_memory(self, message: str):
-        """A runtime_error Verdict for the candidate when the reference side ran out of GPU memory while the
-        candidate's worker held over twice the reference worker's memory (plus 1 GiB); else None."""
+    def blame_for_memory(self, message: str) -> Verdict | None:
+        """The verdict when the judge or the reference's worker ran out of GPU memory: the candidate's runtime_error
+        when its worker held more of its own (beyond the harness's share there, footprint.candidate_share) than its
+        allowance (footprint.candidate_allowance), else harness_error, with the figures; None when the message is no
+        GPU out-of-memory."""
         if self.device.type != "cuda" or not OUT_OF_MEMORY.search(message):
             return None
         held = clocks.gpu_memory_of_groups(self.device.index or 0, [self.sandbox.proc.pid, self.ref_sandbox.proc.pid])
-        if held is None:  # NVML cannot say per process here: the harness cannot blame anyone
-            return None
+        if held is None or self.sizes is None:  # NVML cannot say per process here, or the problem was not sized
+            return Verdict(Status.HARNESS_ERROR, f"{message} (the candidate's share of the GPU could not be measured, "
+                                                 f"so it is not blamed)")
         candidate, reference = held
-        if candidate <= 2 * reference + 2**30:
-            return None
-        return Verdict(Status.RUNTIME_ERROR, f"the candidate's worker held {gib(candidate)} of GPU memory "
-                                             f"(the reference's {gib(reference)}) when the reference side "
-                                             f"ran out of memory: {message}")
+        own = candidate - footprint.candidate_share(self.sizes)
+        allowance = footprint.candidate_allowance(self.sizes)
+        figures = (f"the candidate's worker held {gib(candidate)} ({gib(own)} its own; allowance {gib(allowance)}), "
+                   f"the reference's {gib(reference)}, this judge {gib(reserved_here(self.device))}")
+        if own > allowance:
+            return Verdict(Status.RUNTIME_ERROR, f"{figures} when the harness ran out of GPU memory: {message}")
+        return Verdict(Status.HARNESS_ERROR, f"{message} ({figures}: not the candidate's doing)")
 
     # -- correctness (judge_trials.Trials) --------------------------------------------------------
 
@@ -305,7 +344,7 @@ class PairJudge:
         try:
             with self.phase("reference"):
                 self.load_reference()
-                self.check_host_memory()
+                self.check_memory()
             with self.phase("build"):
                 self.import_both()
             with self.phase("workers"):
@@ -335,24 +374,35 @@ class PairJudge:
         self.result.flags += verdict.flags
 
     def finish(self) -> None:
-        """Stop the worker, keep its output, and record peak memory of both processes."""
-        worker_info = None
+        """Stop both workers, keep the candidate's log, and record each process's peak memory."""
+        infos = {}
         with self.phase("finish.workers"):  # both at once: each takes ~0.1 s to end on the H100
-            closing = threading.Thread(target=self.ref_sandbox.close) if self.ref_sandbox is not None else None
-            if closing is not None:
+            closing = threading.Thread(target=lambda: infos.update(reference=self.ref_sandbox.close()))
+            if self.ref_sandbox is not None:
                 closing.start()
             if self.sandbox is not None:
-                worker_info = self.sandbox.close()
+                infos["candidate"] = self.sandbox.close()
                 Path(self.job["log_path"]).write_text(self.sandbox.log.text())
-            if closing is not None:
+            if self.ref_sandbox is not None:
                 closing.join()
         with self.phase("finish.orphans"):
             self.result.orphans_killed = kill_orphans(self.helpers) or None  # processes the workers left behind
-        try:  # the worker's own word, so checked
-            worker_peak = round(float(worker_info["peak_mem_mb"]), 1)
-        except (TypeError, KeyError, ValueError):
-            worker_peak = None
-        self.result.peak_mem_mb = {"judge": round(timing.peak_memory_mb(self.device), 1), "worker": worker_peak}
+        self.result.peak_mem_mb = {"judge": round(timing.peak_memory_mb(self.device), 1),
+                                   "worker": reported_peak(infos.get("candidate")),
+                                   "reference_worker": reported_peak(infos.get("reference"))}
+
+
+def reported_peak(info):
+    """A worker's word on its peak memory (MB), checked; None when it gave none."""
+    try:
+        return round(float(info["peak_mem_mb"]), 1)
+    except (TypeError, KeyError, ValueError):
+        return None
+
+
+def reserved_here(device: torch.device) -> int:
+    """GPU memory this process's caching allocator holds (0 where CUDA is not started)."""
+    return torch.cuda.memory_reserved(device) if torch.cuda.is_initialized() else 0
 
 
 def gpu_name(device: torch.device):

@@ -330,7 +330,7 @@ class PairTiming:
         """Send one worker a copy of this round's inputs (from its outbox) and wait until it has copied them in.
 
         A copy of its own (the candidate could write into what it is sent; its output is checked against round_inputs,
-        which never leave this process), made in that worker's outbox, which keeps the memory for the next round's
+        which never reach its worker), made in that worker's outbox, which keeps the memory for the next round's
         copy. (Tried on the H100: the round's inputs made in the reference's outbox and sent to it as they are, one
         copy a round instead of two: A/A pairs of the full-size sigmoid then came out 0.889 with the GPU probe on,
         twice; with a copy each, ties.)"""
@@ -338,6 +338,11 @@ class PairTiming:
             copy = self.retried_when_full(lambda: sandbox.outbox.copies(self.round_inputs))
             self.hand_over()
             self.expect_ok(sandbox.request("refresh_timing_inputs", self.cfg["timeout"], inputs=copy))
+            if sandbox is self.ref_sandbox:
+                # The reference's worker only copied from its copy (trusted code; the candidate's worker never maps
+                # it): the same contents, which stand for the round's inputs from now on, so that the judge holds two
+                # copies between rounds, not three (harness/footprint.py).
+                self.round_inputs = copy
             del copy
         # The worker has let go of it: back to its outbox, where the next round's copy reuses it. Memory is not handed
         # back to the GPU here (only a check's, and on running out). On the H100 the judge did so when under an eighth
@@ -365,8 +370,7 @@ class PairTiming:
         if problem:
             raise Verdict(Status.INCORRECT, f"timing round {index + 1}: {problem}", "wrong_timed_output")
         try:
-            self.judge.trials.check_outputs(self.round_inputs, ref_out, reply, f"timing round {index + 1}", None,
-                                            truth_always=False)
+            self.judge.trials.check_outputs(self.round_inputs, ref_out, reply, f"timing round {index + 1}", None)
         except Verdict as verdict:
             verdict.flags.append("wrong_timed_output")
             raise

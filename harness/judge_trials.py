@@ -11,7 +11,6 @@ import math
 import torch
 
 from harness import check, lint
-from harness.judge_timing import release_cached_memory
 from harness.records import one_line
 from harness.verdict import Status, Verdict, flag
 
@@ -83,7 +82,7 @@ class Trials:
         label = f"trial {trial + 1}/{total}" + (" (wide inputs)" if wide else "")
         seed = self.judge.call_seed(trial)
         with self.phase("correctness.reference"):
-            inputs, ref_out = self.reference_trial(trial, wide, seed)
+            inputs, ref_out, truth = self.reference_trial(trial, wide, seed)
         if trial == 0:
             self.judge.measure_sizes(inputs, ref_out)
         if not self.problem_checked:
@@ -98,29 +97,40 @@ class Trials:
         with self.phase("correctness.checks"):
             if check.mutated_inputs(inputs, shared):
                 raise Verdict(Status.INCORRECT, f"{label}: the candidate changed its inputs", "input_mutated")
-            self.check_outputs(inputs, ref_out, reply, label, seed, truth_always=True)
+            self.check_outputs(inputs, ref_out, reply, label, seed, truth=truth)
+            del truth
             if trial == 0:
                 self.first_trial_guards(shared, inputs, reply, ref_out, seed)
         del inputs, shared, reply, ref_out
         with self.phase("correctness.release"):
-            release_cached_memory(self.judge.device, outboxes=self.judge.outboxes())
+            self.judge.release_trial()
 
     def reference_trial(self, trial: int, wide: bool, seed: int) -> tuple:
-        """The trial's inputs and the reference's output. A reference that rejects the wide inputs (a domain error:
-        values outside [0, 1] for a loss, say) gets the trial's ordinary inputs instead, and the result says so."""
-        inputs = self.judge.make_inputs(trial, wide)
+        """The trial's inputs, the reference's output and the stored float64 truth (None where there is none). A
+        reference that rejects the wide inputs (a domain error: values outside [0, 1] for a loss, say) gets the trial's
+        ordinary inputs instead, and the result says so."""
         try:
-            return inputs, self.judge.reference(inputs, seed, watch_rng=trial == 0)
+            return self.reference_on(trial, wide, seed)
         except Verdict as verdict:
             if not wide or verdict.status != Status.HARNESS_ERROR:  # (the problem's failure: its forward raised)
                 raise
-            note = f"the reference rejected the wide inputs ({one_line(verdict.error, 160)}): those trials ran on " \
-                   f"get_inputs() as it is"
-        if note not in self.result.notes:
-            self.result.notes.append(note)
-        del inputs
-        inputs = self.judge.make_inputs(trial, False)
-        return inputs, self.judge.reference(inputs, seed)
+            self.judge.note(f"the reference rejected the wide inputs ({one_line(verdict.error, 160)}): those trials ran "
+                            f"on get_inputs() as it is")
+        return self.reference_on(trial, False, seed)
+
+    def reference_on(self, trial: int, wide: bool, seed: int) -> tuple:
+        """(inputs, reference output, truth): the truth first (judge.truth_first), then the inputs drawn again, which
+        must be the ones the truth saw (else there is no truth: a get_inputs() that seeds itself from the clock)."""
+        first = self.judge.truth_first(trial, wide, seed)
+        inputs = self.judge.make_inputs(trial, wide)
+        ref_out = self.judge.reference(inputs, seed, watch_rng=trial == 0)
+        if first is None or self.judge.random_reference:
+            return inputs, ref_out, None
+        truth, drawn = first
+        if drawn != check.input_fingerprint(inputs):
+            self.judge.note("no float64 truth: get_inputs() gave other inputs under the same seed")
+            return inputs, ref_out, None
+        return inputs, ref_out, truth
 
     def check_problem(self, trial: int, total: int, outputs: list) -> None:
         """The lint's checks on the reference's own outputs: would zeros or a constant pass (first trial), does the
@@ -136,10 +146,10 @@ class Trials:
             if "degenerate_problem" not in self.result.flags:
                 self.result.flags.append(flag("degenerate_problem"))
 
-    def check_outputs(self, inputs: list, ref_out, reply: dict, label: str, seed, truth_always: bool) -> None:
+    def check_outputs(self, inputs: list, ref_out, reply: dict, label: str, seed, truth=None) -> None:
         """Each output within tolerance of the reference's, or at least as accurate against the float64 truth
-        (check.as_accurate: then accurate_vs_fp64); else incorrect, with the first bad element and both errors. The truth
-        is computed for every trial (the errors are kept), and for a timed output only when the comparison failed."""
+        (check.as_accurate: then accurate_vs_fp64); else incorrect, with the first bad element and both errors. A trial
+        brings its truth (the errors are kept); a timed output's is computed only when the comparison failed."""
         new_items, failures = reply["items"], []
         for i, (ref, new) in enumerate(zip(check.items(ref_out), new_items)):
             tol = self.judge.tolerance(ref)
@@ -148,7 +158,8 @@ class Trials:
             self.result.max_rel_err = max(self.result.max_rel_err or 0.0, comparison.max_rel_err)
             if not comparison.ok:
                 failures.append((i, comparison))
-        truth = self.judge.truth(inputs, ref_out, seed) if failures or truth_always else None
+        if truth is None and failures:
+            truth = self.judge.truth(inputs, seed)
         errors = self.truth_errors(truth, ref_out, new_items) if truth is not None else {}
         del truth
         for i, comparison in failures:

@@ -68,7 +68,7 @@ def stage_deadlines(cfg: dict) -> dict:
         "reference": start + 2 * request,  # the problem imported and Model built (CUDA started)
         "build": start + cfg["compile_timeout"] + 2 * request,  # the candidate imported (its extensions built)
         "workers": start + cfg["compile_timeout"] + 2 * request,  # both models constructed (a build in __init__ too)
-        "correctness": (trials + 2) * 3 * request,  # per trial: reference, float64 truth, candidate call
+        "correctness": (trials + 2) * 4 * request,  # per trial: float64 truth, reference, candidate call, release
         "timing_setup": 8 * request,  # timing inputs, warm-up, method choice and trace, both sides
         "timing": cfg["max_timing_s"] + cfg["gate_timing_s"] + CONFIRM_PAUSE_S + (2 * CONFIRM_ROUNDS + 4) * request
                   + (cfg["compile_timeout"] if cfg["compile_baseline"] else 0),

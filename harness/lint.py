@@ -25,8 +25,9 @@ def lint_problem(path: Path, device: torch.device, overrides: dict, cfg: dict) -
     try:
         source = path.read_text()
         problem = load_module(source, str(path), "problem_module", overrides)
-        shortfall = problem_info.memory_shortfall(problem, source, overrides, problem_info.free_memory(device),
-                                                  problem_info.MEMORY_FACTOR)  # (it holds less than a pair: room)
+        # (the lint holds less than a pair: the host's rule leaves room on a GPU too)
+        shortfall = problem_info.memory_shortfall(problem_info.sizes(problem), source, overrides,
+                                                  problem_info.free_memory(device))
         if shortfall:
             return {"not_checked": shortfall}
         model = semantics.build_model(problem.Model, inputs_mod.init_inputs(problem), cfg["init_seed"], device,

@@ -4,6 +4,7 @@ the judge's memory check and the lint's."""
 from __future__ import annotations
 
 import contextlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -42,32 +43,58 @@ def call_on_meta(module, mode=None, dtype=None) -> tuple[list, object]:
             return inputs, model(*inputs)
 
 
-# A CPU pair holds its inputs and the reference's output several times over: the judge's, copies for both workers,
-# their outputs, a timing round's inputs. Measured on the 2-core CPU machine (sigmoid, 0.375 and 1.125 GiB a tensor):
-# the whole run's memory grew by 3.8 GiB for each GiB of inputs plus output. Pairs needing over this many times
-# their size are skipped up front (judge.check_host_memory): they cannot fit.
-MEMORY_FACTOR = 3
+@dataclass(frozen=True)
+class Sizes:
+    """Bytes of a problem's inputs, its Model's output and weights, and the output's dtypes, from the meta device."""
+
+    inputs: int
+    outputs: int
+    weights: int
+    output_dtypes: tuple
 
 
-def memory_shortfall(module, source: str, overrides: dict, available: int, factor: float, dtype=None) -> Optional[str]:
-    """Why this machine cannot hold the problem: its inputs and output, `factor` times over, exceed `available` bytes
-    (the figures, and the sizes to shrink with --set); None when they fit, or when the problem cannot be sized on the
-    meta device (it is then run as it is)."""
+def sizes(module, dtype=None) -> Optional[Sizes]:
+    """The problem's Sizes, or None when it cannot run on the meta device (it is then run as it is, unsized)."""
     try:
+        with torch.device("meta"):
+            model = module.Model(*init_inputs(module))
         inputs, out = call_on_meta(module, dtype=dtype)
     except Exception:
         return None
-    input_bytes, output_bytes = nbytes(inputs), nbytes(out)
-    need = factor * (input_bytes + output_bytes)
-    if need <= available:
+    weights = list(model.parameters()) + list(model.buffers()) if isinstance(model, torch.nn.Module) else []
+    outputs = [out] if isinstance(out, torch.Tensor) else list(out) if isinstance(out, (list, tuple)) else []
+    return Sizes(nbytes(inputs), nbytes(out), nbytes(weights),
+                 tuple(x.dtype if isinstance(x, torch.Tensor) else None for x in outputs))
+
+
+# A CPU pair holds its inputs and the reference's output several times over: the judge's, copies for both workers,
+# their outputs, a timing round's inputs. Measured on the 2-core CPU machine (sigmoid, 0.375 and 1.125 GiB a tensor):
+# the whole run's memory grew by 3.8 GiB for each GiB of inputs plus output. Pairs needing over this many times
+# their size are skipped up front (judge.check_memory): they cannot fit. (GPU pairs: harness/footprint.py.)
+MEMORY_FACTOR = 3
+
+
+def host_need(size: Sizes) -> tuple[int, str]:
+    """What a CPU pair needs of the host's memory (MEMORY_FACTOR), and how that was reckoned."""
+    return MEMORY_FACTOR * (size.inputs + size.outputs), f"each held {MEMORY_FACTOR:g} times over or more"
+
+
+def memory_shortfall(size: Optional[Sizes], source: str, overrides: dict, available: int,
+                     need=host_need) -> Optional[str]:
+    """Why this machine cannot hold the problem of these Sizes: what `need(size)` reckons (bytes, and how) exceeds
+    `available` bytes (the figures, and the sizes to shrink with --set); None when it fits, or when the problem could
+    not be sized on the meta device (size None: it is then run as it is)."""
+    if size is None:
+        return None
+    needed, how = need(size)
+    if needed <= available:
         return None
     constants = module_constants(source)
     constants.update({name: value for name, value in overrides.items() if name in constants})
-    sizes = ", ".join(f"{name}={value}" for name, value in constants.items()
-                      if isinstance(value, int) and not isinstance(value, bool))
-    return (f"needs over {gib(need)} of memory (inputs {gib(input_bytes)}, output {gib(output_bytes)}, each held "
-            f"{factor:g} times over or more), {gib(available)} available here: shrink the problem with --set"
-            + (f" (its sizes: {sizes})" if sizes else ""))
+    shrink = ", ".join(f"{name}={value}" for name, value in constants.items()
+                       if isinstance(value, int) and not isinstance(value, bool))
+    return (f"needs over {gib(needed)} of memory (inputs {gib(size.inputs)}, output {gib(size.outputs)}, {how}), "
+            f"{gib(available)} available here: shrink the problem with --set" + (f" (its sizes: {shrink})" if shrink else ""))
 
 
 def free_memory(device: torch.device) -> int:

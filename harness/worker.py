@@ -170,6 +170,15 @@ class Worker:
         self.held = [out, inputs]
         return channel.ok(reply)
 
+    def op_release_outputs(self):
+        """Let go of the last call's outputs and inputs: the judge has checked them (each is mapped by the judge,
+        whose memory the inputs are)."""
+        self.held = []
+        self.timer.sync()
+        if self.device.type == "cuda":
+            torch.cuda.ipc_collect()
+        return channel.ok({})
+
     def op_set_timing_inputs(self, inputs: list):
         """Keep private copies of the inputs that timed calls use.
 

@@ -94,25 +94,32 @@ def test_a_failure_of_the_judge_is_a_harness_error_not_the_candidates(tmp_path):
     assert "HARNESS ERROR" in proc.stderr and "<error" in (tmp_path / "junit.xml").read_text()
 
 
-def test_out_of_memory_on_the_reference_side_is_the_candidates_when_it_holds_the_memory(monkeypatch):
-    """blame_for_memory: NVML's per-process figures decide; without them nobody is blamed (a harness_error)."""
+def test_out_of_memory_is_the_candidates_only_beyond_its_allowance(monkeypatch):
+    """blame_for_memory: the candidate's worker's memory, less the harness's share there (its copy of the inputs),
+    against its allowance (twice a reference-sized call, plus 1 GiB); without NVML's figures nobody is blamed."""
     from types import SimpleNamespace
 
     import torch
 
     from harness import clocks
     from harness.judge import PairJudge
+    from harness.problem_info import Sizes
 
+    sigmoid = Sizes(inputs=6 << 30, outputs=6 << 30, weights=0, output_dtypes=(torch.float32,))  # full size
     judge = SimpleNamespace(device=torch.device("cuda", 0), sandbox=SimpleNamespace(proc=SimpleNamespace(pid=11)),
-                            ref_sandbox=SimpleNamespace(proc=SimpleNamespace(pid=22)))
+                            ref_sandbox=SimpleNamespace(proc=SimpleNamespace(pid=22)), sizes=sigmoid)
     message = "the reference's timing worker failed: forward raised OutOfMemoryError: CUDA out of memory"
-    monkeypatch.setattr(clocks, "gpu_memory_of_groups", lambda index, groups: [70 << 30, 1 << 30])
+    monkeypatch.setattr(clocks, "gpu_memory_of_groups", lambda index, groups: [70 << 30, 13 << 30])
+    verdict = PairJudge.blame_for_memory(judge, message)  # a hoarder: 64 GiB of its own
+    assert verdict.status.value == "runtime_error" and "held 70.0 GiB (64.0 GiB its own; allowance 25.0 GiB)" \
+        in verdict.error, verdict.error
+    # Honest: its output and three full-size temporaries cached, beside the harness's copy of the inputs.
+    monkeypatch.setattr(clocks, "gpu_memory_of_groups", lambda index, groups: [30 << 30, 13 << 30])
     verdict = PairJudge.blame_for_memory(judge, message)
-    assert verdict.status.value == "runtime_error" and "held 70.0 GiB" in verdict.error
-    monkeypatch.setattr(clocks, "gpu_memory_of_groups", lambda index, groups: [2 << 30, 1 << 30])
-    assert PairJudge.blame_for_memory(judge, message) is None  # no more than its share: not the candidate's doing
+    assert verdict.status.value == "harness_error" and "not the candidate's doing" in verdict.error, verdict.error
     monkeypatch.setattr(clocks, "gpu_memory_of_groups", lambda index, groups: None)
-    assert PairJudge.blame_for_memory(judge, message) is None  # NVML cannot say
+    verdict = PairJudge.blame_for_memory(judge, message)  # NVML cannot say
+    assert verdict.status.value == "harness_error" and "not blamed" in verdict.error
     assert PairJudge.blame_for_memory(judge, "the reference's timing worker failed: KeyError") is None
 
 

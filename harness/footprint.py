@@ -1,0 +1,55 @@
+"""The harness's own GPU memory for one pair, as multiples of the problem's bytes (inputs I, the output O, weights W,
+from the meta device: problem_info.Sizes), and the room a pair keeps for the candidate: the budget the README states,
+the pre-flight check before a GPU pair (judge.check_memory), and the out-of-memory rule (judge.blame_for_memory).
+
+What each process of the harness holds at its peak, every guarantee kept:
+- the judge, correctness: the float64 truth is computed first in a trial, with nothing else of the trial resident
+  (float64 inputs and output, 2I + 2O), and kept at float32 precision; then the trial's inputs, the reference's output,
+  the stored truth and the candidate's copy of the inputs (2I + 2O). The float64 model copy: 2W, beside its own W.
+- the judge, timing: a round's inputs and one copy per worker (3I, for a moment), then the two copies and the
+  reference's output for a timed-output check (2I + O).
+- the reference's worker: its private copy of the timing inputs and its output (I + O + W).
+- the candidate's worker: its private copy of the timing inputs (I); everything else there is the candidate's own.
+Each process also holds its CUDA context (~0.5 GiB), and each judge started ahead three of them (judges_ahead): those
+are already taken from the free memory the pre-flight check sees.
+"""
+from __future__ import annotations
+
+from harness.problem_info import Sizes, gib
+
+SLACK = 2**30  # allocator rounding, cuBLAS and cuDNN workspaces: once per pair, once for the candidate
+
+
+def stages(size: Sizes) -> dict:
+    """{stage: {process: bytes}}: what each process of the harness holds at its peak in each stage (the docstring)."""
+    i, o, w = size.inputs, size.outputs, size.weights
+    return {"correctness": {"judge": 2 * i + 2 * o + 3 * w, "reference worker": w, "candidate's worker": 0},
+            "timing": {"judge": max(3 * i, 2 * i + o) + 3 * w, "reference worker": i + o + w, "candidate's worker": i}}
+
+
+def judge(size: Sizes) -> int:
+    return max(stage["judge"] for stage in stages(size).values())
+
+
+def candidate_share(size: Sizes) -> int:
+    """What the harness puts in the candidate's worker (its copy of the timing inputs): never counted against it."""
+    return max(stage["candidate's worker"] for stage in stages(size).values())
+
+
+def harness(size: Sizes) -> int:
+    """The whole harness's memory for the pair at its peak stage, with the slack."""
+    return max(sum(stage.values()) for stage in stages(size).values()) + SLACK
+
+
+def candidate_allowance(size: Sizes) -> int:
+    """The memory a candidate may hold of its own before an out-of-memory is its doing: twice what a call of the
+    reference's size holds (its inputs, output and weights), plus the slack. Sigmoid with three full-size temporaries
+    beside its output holds 4 outputs' worth: within it."""
+    return 2 * (size.inputs + size.outputs + size.weights) + SLACK
+
+
+def pair_need(size: Sizes) -> tuple[int, str]:
+    """What a GPU pair needs free before it starts (problem_info.memory_shortfall's `need`), and how it was reckoned."""
+    return harness(size) + candidate_allowance(size), (
+        f"the harness's {gib(harness(size))} (the judge's peak {gib(judge(size))}) and the candidate's allowance "
+        f"{gib(candidate_allowance(size))}: harness/footprint.py")

@@ -1,0 +1,87 @@
+"""The harness's GPU memory budget (harness/footprint.py), reckoned on the meta device, and the pre-flight check."""
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from harness import check, footprint, problem_info
+from harness.load import load_module
+from harness.verdict import Status, Verdict
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def sigmoid_sizes(**overrides) -> problem_info.Sizes:
+    path = ROOT / "problems" / "sigmoid.py"
+    return problem_info.sizes(load_module(path.read_text(), str(path), "problem_module", overrides))
+
+
+def test_full_size_sigmoid_fits_the_budget_stated_in_the_issue():
+    """6 GiB in, 6 GiB out: the judge at most 2.5x (inputs + output) at its peak, the whole harness at most 3.5x."""
+    size = sigmoid_sizes()
+    assert size == problem_info.Sizes(6 << 30, 6 << 30, 0, (torch.float32,))
+    total = size.inputs + size.outputs
+    assert footprint.judge(size) == 2 * total  # inputs, reference output, truth, the candidate's copy
+    assert footprint.harness(size) == 3 * total + footprint.SLACK  # at timing: judge 1.5x, workers 1.5x
+    assert footprint.judge(size) <= 2.5 * total and footprint.harness(size) <= 3.5 * total
+    # Room for a candidate with three full-size temporaries beside its output (four outputs of its own):
+    assert footprint.candidate_allowance(size) >= 4 * size.outputs
+
+
+def test_the_budget_counts_weights_and_the_larger_of_inputs_and_output():
+    matmul = problem_info.Sizes(inputs=2 << 30, outputs=1 << 30, weights=3 << 30, output_dtypes=(torch.float32,))
+    stages = footprint.stages(matmul)
+    assert stages["correctness"]["judge"] == (4 + 2 + 9) << 30  # 2I + 2O, the model and its float64 copy
+    assert stages["timing"]["judge"] == (6 + 9) << 30  # three copies of the inputs for a moment
+    assert stages["timing"]["reference worker"] == (2 + 1 + 3) << 30
+    assert footprint.harness(matmul) == max((15 + 3) << 30, (15 + 6 + 2) << 30) + footprint.SLACK
+
+
+def test_a_gpu_pair_that_cannot_fit_is_skipped_with_the_figures_and_the_sizes_to_shrink(monkeypatch):
+    """check_memory on a GPU: footprint.pair_need against the free memory; the verdict names both and the --set."""
+    from harness import judge as judge_mod
+
+    path = ROOT / "problems" / "sigmoid.py"
+    judge = SimpleNamespace(device=torch.device("cuda", 0), sizes=sigmoid_sizes(), problem_source=path.read_text(),
+                            job={"overrides": {}})
+    monkeypatch.setattr(judge_mod, "free_memory", lambda device: 40 << 30)  # a 40 GiB card, say
+    with pytest.raises(Verdict) as raised:
+        judge_mod.PairJudge.check_memory(judge)
+    verdict = raised.value
+    assert verdict.status == Status.SKIPPED
+    assert "needs over 62.0 GiB" in verdict.error and "40.0 GiB available" in verdict.error, verdict.error
+    assert "batch_size=4096, dim=393216" in verdict.error and "footprint" in verdict.error
+    monkeypatch.setattr(judge_mod, "free_memory", lambda device: 80 << 30)
+    judge_mod.PairJudge.check_memory(judge)  # an H100's 80 GiB: it runs
+    judge.sizes = sigmoid_sizes(batch_size=256)
+    monkeypatch.setattr(judge_mod, "free_memory", lambda device: 8 << 30)
+    judge_mod.PairJudge.check_memory(judge)  # shrunk with --set: fits an 8 GiB card
+
+
+def test_a_problem_that_cannot_run_on_the_meta_device_is_not_sized_and_runs_as_it_is():
+    module = SimpleNamespace(Model=lambda: (_ for _ in ()).throw(RuntimeError("needs data")), get_inputs=lambda: [],
+                             get_init_inputs=lambda: [])
+    assert problem_info.sizes(module) is None
+    assert problem_info.memory_shortfall(None, "", {}, 0) is None
+
+
+def test_the_stored_truth_is_float32_where_the_output_is_and_float64_where_it_is_float64():
+    truth = [torch.tensor([1 / 3], dtype=torch.float64), torch.tensor([1 / 3], dtype=torch.float64),
+             torch.tensor([3])]
+    stored = check.stored_truth(truth, (torch.float32, torch.float64, torch.int64))
+    assert [t.dtype for t in stored] == [torch.float32, torch.float64, torch.int64]
+    assert [t.dtype for t in check.stored_truth(truth, None)] == [torch.float64, torch.float64, torch.int64]
+    # The rounding is far inside float32's tolerance (1e-4): an exact float32 answer is no error against it.
+    error = check.truth_error(torch.tensor([1 / 3]), stored[0], 1e-4, 1e-4, 1 << 20)
+    assert error.worst == 0.0 and error.outside == 0
+
+
+def test_same_bits_compares_in_chunks():
+    a = torch.randn(1000)
+    b = a.clone()
+    assert check.same_bits(a, b, chunk=64)
+    b[999] = float("nan")
+    assert not check.same_bits(a, b, chunk=64)
+    nan = torch.full((10,), float("nan"))
+    assert check.same_bits(nan, nan.clone(), chunk=3)
