@@ -20,7 +20,7 @@ DEFAULT_MODE = {
     ("fx_linear_scale", "prescaled_weights"), ("fx_linear_scale", "draws_in_another_order"),
     ("fx_linear_scale", "wrong_in_any_order"),
     ("fx_symmetric_matmul", "uses_the_symmetry"), ("fx_dropout", "same_dropout"), ("fx_dropout", "skips_dropout"),
-    ("fx_constant", "returns_ones"),
+    ("fx_constant", "returns_ones"), ("fx_unseeded_inputs", "same_as_reference"),
 }
 EVAL_MODE = {("fx_conv_bn", "batch_statistics"), ("fx_conv_bn", "fused_eval_path"), ("fx_conv_bn", "folds_running_stats")}
 
@@ -92,6 +92,16 @@ def test_running_statistics_moved_by_the_reference_are_no_weights_to_copy(judged
 def test_wide_trials_keep_the_documented_symmetry(judged):
     symmetric = judged[("fx_symmetric_matmul", "uses_the_symmetry")]
     assert symmetric["status"] == "correct" and symmetric["trials"] == 3, symmetric["error"]
+
+
+def test_inputs_that_ignore_the_seed_get_no_float64_truth_and_say_so(judged):
+    """The truth is computed from a first draw of the trial's inputs (nothing else of the trial on the device then), the
+    trial runs on a second draw: where get_inputs() ignores the seed the two differ, and no truth is claimed."""
+    record = judged[("fx_unseeded_inputs", "same_as_reference")]
+    assert record["status"] == "correct", record["error"]
+    assert record["ref_err_vs_fp64"] is None and record["new_err_vs_fp64"] is None
+    assert "no float64 truth: get_inputs() gave other inputs under the same seed" in record["notes"]
+    assert judged[("fx_naive_variance", "accumulates_in_float64")]["new_err_vs_fp64"] is not None  # a seeded one's
 
 
 def test_a_random_reference_is_matched_by_the_same_draws(judged):

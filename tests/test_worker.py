@@ -133,3 +133,16 @@ def test_a_checked_cpu_output_is_sent_as_a_copy():
     assert status == "ok" and torch.equal(sent, mine)
     assert sent.untyped_storage().data_ptr() != mine.untyped_storage().data_ptr()
     assert payload["items"][1] == {"not_tensor": "int"}
+
+
+def test_the_worker_lets_go_of_a_trials_tensors_when_the_judge_is_done_with_them():
+    """op_run keeps its output and inputs (the judge maps them) until release_outputs, not until the next call."""
+    w = worker.Worker("cpu", cold_cache=False)
+    w.model = torch.nn.Tanh()
+    reply = w.op_run([torch.rand(16)], poison_sizes=[])
+    assert reply[0] == "ok"
+    output = weakref.ref(reply[1]["items"][0])
+    del reply
+    assert output() is not None and w.held  # held for the judge's checks
+    assert w.op_release_outputs()[0] == "ok"
+    assert w.held == [] and output() is None
