@@ -341,6 +341,7 @@ class PairJudge:
 
     def run(self) -> Result:
         """Judge the pair; every path ends in exactly one Result."""
+        record_memory_history(self.device)
         try:
             with self.phase("reference"):
                 self.load_reference()
@@ -387,9 +388,27 @@ class PairJudge:
                 closing.join()
         with self.phase("finish.orphans"):
             self.result.orphans_killed = kill_orphans(self.helpers) or None  # processes the workers left behind
+        dump_memory_history(self.device, f"{self.job['problem']}__{self.job['solution']}")
         self.result.peak_mem_mb = {"judge": round(timing.peak_memory_mb(self.device), 1),
                                    "worker": reported_peak(infos.get("candidate")),
                                    "reference_worker": reported_peak(infos.get("reference"))}
+
+
+MEMORY_HISTORY = "HARNESS_MEMORY_HISTORY"  # a folder: each judge's GPU memory history goes there (bench/memory_footprint.py)
+
+
+def record_memory_history(device: torch.device) -> None:
+    """With HARNESS_MEMORY_HISTORY set, record every GPU allocation of this process with its stack (slows it down)."""
+    if os.environ.get(MEMORY_HISTORY) and device.type == "cuda":
+        torch.cuda.memory._record_memory_history(max_entries=1_000_000)
+
+
+def dump_memory_history(device: torch.device, name: str) -> None:
+    """The recorded history to HARNESS_MEMORY_HISTORY/<name>.pickle (torch.cuda.memory._dump_snapshot's format)."""
+    folder = os.environ.get(MEMORY_HISTORY)
+    if folder and device.type == "cuda":
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        torch.cuda.memory._dump_snapshot(str(Path(folder) / f"{name}.pickle"))
 
 
 def reported_peak(info):

@@ -85,3 +85,31 @@ def test_same_bits_compares_in_chunks():
     assert not check.same_bits(a, b, chunk=64)
     nan = torch.full((10,), float("nan"))
     assert check.same_bits(nan, nan.clone(), chunk=3)
+
+
+@pytest.mark.gpu
+def test_every_block_the_judge_holds_at_its_peak_is_named_and_within_the_budget(tmp_path):
+    """A sigmoid pair (384 MiB a tensor) under the judge's memory history: each block live at the judge's peak was
+    allocated by a harness function we can name, and the peak is within footprint.judge's budget."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from memory_footprint import peak_blocks
+
+    env = {**os.environ, "HARNESS_MEMORY_HISTORY": str(tmp_path / "history")}
+    proc = subprocess.run([sys.executable, "run.py", "--problem", "sigmoid", "--solution",
+                           str(ROOT / "bench" / "memory" / "aa_sigmoid.py"), "--set", "batch_size=256",
+                           "--out", str(tmp_path / "run")], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    record = json.loads((tmp_path / "run" / "results.jsonl").read_text().splitlines()[0])
+    assert record["status"] == "correct", record["error"]
+    history = peak_blocks(tmp_path / "history" / "sigmoid__aa_sigmoid.pickle")
+    size = sigmoid_sizes(batch_size=256)
+    assert history["peak_allocated"] <= footprint.judge(size) + footprint.SLACK, history
+    assert "unattributed" not in history["blocks_at_peak"], history["blocks_at_peak"]
+    assert record["peak_mem_mb"]["judge"] * 2**20 <= footprint.judge(size) + footprint.SLACK, record["peak_mem_mb"]
+    assert record["peak_mem_mb"]["reference_worker"] is not None
