@@ -26,33 +26,34 @@ sys.path.insert(0, str(ROOT))
 
 
 class Sampler(threading.Thread):
-    """NVML's per-process GPU memory every `every_s`: the most all processes but `ignore` held at once, and each one's."""
+    """Every `every_s`: the GPU's used memory beyond what was used when it started (the run's processes, all of them:
+    NVML's per-process figures count a CUDA IPC mapping in both processes), and each process's own (NVML)."""
 
-    def __init__(self, ignore: set, every_s: float = 0.05):
+    def __init__(self, every_s: float = 0.05):
         super().__init__(daemon=True)
         import pynvml
 
         pynvml.nvmlInit()
         self.nvml, self.handle = pynvml, pynvml.nvmlDeviceGetHandleByIndex(0)
-        self.ignore, self.every_s = ignore, every_s
+        self.baseline = self.nvml.nvmlDeviceGetMemoryInfo(self.handle).used
+        self.every_s = every_s
         self.total_peak, self.per_process, self.names = 0, {}, {}
         self.done = threading.Event()
 
     def run(self) -> None:
         while not self.done.is_set():
             try:
+                used = self.nvml.nvmlDeviceGetMemoryInfo(self.handle).used
                 processes = self.nvml.nvmlDeviceGetComputeRunningProcesses(self.handle)
             except Exception:
-                processes = []
-            total = 0
+                used, processes = self.baseline, []
+            self.total_peak = max(self.total_peak, used - self.baseline)
             for p in processes:
-                if p.pid in self.ignore or p.usedGpuMemory is None:
+                if p.usedGpuMemory is None:
                     continue
-                total += p.usedGpuMemory
                 self.per_process[p.pid] = max(self.per_process.get(p.pid, 0), p.usedGpuMemory)
                 if p.pid not in self.names:
                     self.names[p.pid] = process_name(p.pid)
-            self.total_peak = max(self.total_peak, total)
             time.sleep(self.every_s)
 
 
@@ -140,7 +141,7 @@ def main() -> None:
     run_args = [a for a in args.run_args if a != "--"]
     args.out.mkdir(parents=True, exist_ok=True)
     holder, held = (hold_gpu_memory(args.cap_gib) if args.cap_gib else (None, 0))
-    sampler = Sampler(ignore={holder.pid} if holder else set())
+    sampler = Sampler()
     sampler.start()
     started = time.monotonic()
     env = {**os.environ, "HARNESS_MEMORY_HISTORY": str(args.out / "history")}
@@ -178,7 +179,9 @@ def main() -> None:
     (args.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     lines = [f"# GPU memory: {' '.join(summary['command'])}", "",
              f"exit {proc.returncode}, {wall:.0f} s; cap {args.cap_gib} GiB; the most all the run's processes held at "
-             f"once (NVML): {summary['nvml_total_peak_mb']:.0f} MB", "",
+             f"once (NVML, the GPU's used memory beyond its use before the run): {summary['nvml_total_peak_mb']:.0f} MB"
+             + (f" = {summary['nvml_total_peak_mb'] / pairs[0]['inputs_plus_output_mb']:.2f} x (inputs + output)"
+                if pairs and pairs[0]["inputs_plus_output_mb"] else ""), "",
              "| problem | solution | status | speedup | in+out MB | judge | ref worker | cand worker | x (in+out) |",
              "|---|---|---|---|---:|---:|---:|---:|---|"]
     for p in pairs:

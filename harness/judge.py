@@ -122,7 +122,8 @@ class PairJudge:
         return (truth, drawn) if truth is not None else None
 
     def truth(self, inputs: list, seed: int | None, upcast: bool = True):
-        """The float64 ground truth of these inputs (float64 already unless upcast), as check.stored_truth keeps it;
+        """The float64 ground truth of these inputs (float64 already unless upcast: then the list is emptied once the
+        float64 forward is done), as check.stored_truth keeps it;
         None where the reference draws random numbers (float64 draws differ from float32 ones), the model has no
         float64 form, or it does not fit in the device's free memory (the result's notes say so, once)."""
         if not self.cfg["fp64_truth"] or self.random_reference:
@@ -137,7 +138,11 @@ class PairJudge:
             if self.truth_model is None:
                 self.truth_model = copy.deepcopy(self.model).double()
             with self.phase("correctness.truth"):
-                out = semantics.call(self.truth_model, check.as_float64(inputs) if upcast else inputs, seed)
+                inputs64 = check.as_float64(inputs) if upcast else inputs
+                out = semantics.call(self.truth_model, inputs64, seed)
+                del inputs64
+                if not upcast:
+                    inputs.clear()  # the caller's float64 inputs, freed before the output is narrowed (footprint.py)
                 return check.stored_truth(out, size.output_dtypes if size else None)
         except Exception as exc:  # a model that pins its own dtypes has no float64 form: no truth then
             if OUT_OF_MEMORY.search(str(exc)):

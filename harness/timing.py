@@ -105,6 +105,7 @@ class Timer:
         longer one in single windows, `windows` of them a sample if given (the other side's), else as many as
         SAMPLE_TARGET_MS asks."""
         self.fn = fn
+        self.last_output = None  # an earlier prepare's: held through the warm-up, a multi-GB output needs room twice
         self.warm_up(fn, warmup)
         if not self.is_cuda:
             return self.method

@@ -225,6 +225,7 @@ class Worker:
         """The torch operators and GPU kernels one call launches, by name. On a GPU, torch.profiler (kernels need
         CUPTI); on the CPU, the autograd profiler, which records the same aten operators without the seconds of
         imports (torch._dynamo) that torch.profiler's first use costs."""
+        self.timer.last_output = None  # (prepare's: the rounds make their own) held, the traced call's needs room twice
         try:
             if self.device.type == "cuda":
                 from torch.profiler import ProfilerActivity, profile
