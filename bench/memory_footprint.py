@@ -171,7 +171,20 @@ def main() -> None:
             blocks["blocks_at_peak_mb"] = {k: round(v / 2**20, 1) for k, v in blocks.pop("blocks_at_peak").items()}
             pair["judge_history"] = blocks
         pairs.append(pair)
+    harness_mb = None
+    if len(pairs) == 1 and (pairs[0]["peak_mem_mb"] or {}).get("worker"):
+        # One pair: the GPU's used memory at its most, less the candidate's own (its worker's peak beyond its copy of
+        # the inputs): the whole harness, judges started ahead and every process's CUDA context included.
+        record = json.loads(results.read_text().splitlines()[0])
+        from harness import footprint, problem_info
+        from harness.load import load_module
+        size = problem_info.sizes(load_module(Path(record["problem_path"]).read_text(), record["problem_path"],
+                                              "problem_module", overrides))
+        own = pairs[0]["peak_mem_mb"]["worker"] - footprint.candidate_share(size) / 2**20
+        harness_mb = round(sampler.total_peak / 2**20 - own, 1)
     summary = {"command": ["python", "run.py", *run_args], "exit": proc.returncode, "wall_s": round(wall, 1),
+               "harness_at_once_mb": harness_mb,
+               "harness_at_once_x": round(harness_mb / pairs[0]["inputs_plus_output_mb"], 2) if harness_mb else None,
                "cap_gib": args.cap_gib, "held_by_cap_mb": round(held / 2**20), "pairs": pairs,
                "nvml_total_peak_mb": round(sampler.total_peak / 2**20, 1),
                "nvml_per_process_peak_mb": {f"{pid} {sampler.names.get(pid, '?')}": round(v / 2**20, 1)
@@ -181,7 +194,8 @@ def main() -> None:
              f"exit {proc.returncode}, {wall:.0f} s; cap {args.cap_gib} GiB; the most all the run's processes held at "
              f"once (NVML, the GPU's used memory beyond its use before the run): {summary['nvml_total_peak_mb']:.0f} MB"
              + (f" = {summary['nvml_total_peak_mb'] / pairs[0]['inputs_plus_output_mb']:.2f} x (inputs + output)"
-                if pairs and pairs[0]["inputs_plus_output_mb"] else ""), "",
+                if pairs and pairs[0]["inputs_plus_output_mb"] else "") + (f"; the harness's part (less the candidate's own): {harness_mb:.0f} MB = {summary['harness_at_once_x']} x"
+                if harness_mb else ""), "",
              "| problem | solution | status | speedup | in+out MB | judge | ref worker | cand worker | x (in+out) |",
              "|---|---|---|---|---:|---:|---:|---:|---|"]
     for p in pairs:

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Issue 37's GPU checks in one lent-GPU call, at this checkout (bench/memory_footprint.py for each):
-#   bench/memory_on_device.sh NAME [PART...]   PART: full, cap40, test, cap24small, cap24, readme
+#   bench/memory_on_device.sh NAME [PART...]   PART: full, fullaa, cap40, test, cap24small, cap24, readme
 #   (default: all but readme, in that order)
 # What is done comes back in $OUT/NAME.tgz after each part (a call cut off keeps the parts before), the log in
 # $OUT/NAME.log.
@@ -19,6 +19,8 @@ pack() {
         echo "== $part $(date +%T)"
         case $part in
             full) timeout 300 python3 bench/memory_footprint.py --out "$work/full" -- $pairs ;;
+            fullaa) timeout 200 python3 bench/memory_footprint.py --out "$work/full-aa" \
+                -- --problem sigmoid --solution bench/memory/aa_sigmoid.py ;;
             cap40) timeout 90 python3 bench/memory_footprint.py --cap-gib 40 --out "$work/cap40" -- $pairs ;;
             cap24) timeout 90 python3 bench/memory_footprint.py --cap-gib 24 --out "$work/cap24" -- $pairs ;;
             cap24small) timeout 180 python3 bench/memory_footprint.py --cap-gib 24 --out "$work/cap24-batch1024" \

@@ -73,8 +73,14 @@ def fake_outputs_passing(outputs: list, cfg: dict, problem: str) -> list[str]:
     return findings
 
 
-def mean_of(ref: torch.Tensor) -> float:
-    return ref.mean(dtype=torch.float64).item() if ref.is_floating_point() and ref.numel() else 0.0
+def mean_of(ref: torch.Tensor, chunk: int = 1 << 24) -> float:
+    """The mean of a float output, accumulated in float64 a chunk at a time (a whole 6 GiB output's float64 mean made a
+    12 GiB copy, the judge's peak on the H100)."""
+    if not ref.is_floating_point() or not ref.numel():
+        return 0.0
+    flat = ref.reshape(-1)
+    total = sum(flat[i:i + chunk].sum(dtype=torch.float64) for i in range(0, flat.numel(), chunk))
+    return float(total) / flat.numel()
 
 
 def would_pass(ref: torch.Tensor, value: float, cfg: dict, problem: str) -> bool:

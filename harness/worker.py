@@ -186,6 +186,9 @@ class Worker:
         pages): the reference reads private memory in the judge, so the candidate does the same here.
         """
         self.held = []
+        if self.device.type == "cuda":  # correctness's cached blocks back first: the timing inputs are the harness's
+            torch.cuda.ipc_collect()  # share of this process, the rest is the candidate's own (harness/footprint.py)
+            torch.cuda.empty_cache()
         self.moving_inputs = MovingCopies(inputs)  # private
         self.timing_inputs = self.moving_inputs.tensors
         return channel.ok({})

@@ -113,3 +113,13 @@ def test_every_block_the_judge_holds_at_its_peak_is_named_and_within_the_budget(
     assert "unattributed" not in history["blocks_at_peak"], history["blocks_at_peak"]
     assert record["peak_mem_mb"]["judge"] * 2**20 <= footprint.judge(size) + footprint.SLACK, record["peak_mem_mb"]
     assert record["peak_mem_mb"]["reference_worker"] is not None
+
+
+def test_chunked_reductions_match_the_whole_tensors():
+    """The judge's reductions over outputs go a chunk at a time (no output-sized float64 or int64 temporaries)."""
+    from harness import lint
+
+    x = torch.randn(1000)
+    assert lint.mean_of(x, chunk=64) == pytest.approx(float(x.double().mean()), abs=1e-12)
+    x[::7] = float("nan")
+    assert check.nan_count(x, chunk=64) == int(x.isnan().sum()) == 143
