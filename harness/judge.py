@@ -116,7 +116,8 @@ class PairJudge:
         inputs = self.make_inputs(trial, wide)
         drawn = check.input_fingerprint(inputs)
         inputs = check.as_float64(inputs)
-        truth = self.truth(inputs, seed, upcast=False)
+        release_cached_memory(self.device)  # the float32 draw's blocks: cached through the float64 forward, they made
+        truth = self.truth(inputs, seed, upcast=False)  # the judge's peak 2.5x (inputs + output) on the H100, not 2x
         del inputs
         release_cached_memory(self.device)  # the float64 blocks back: the trial's tensors are smaller
         return (truth, drawn) if truth is not None else None
