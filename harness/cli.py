@@ -129,9 +129,9 @@ def evaluate(args, argv: list) -> int:
     pairs = discover.find_pairs(args.problem, args.solution, args.problems_root, args.manifest)
     discover.check_overrides(sorted({p.problem_path for p in pairs}), overrides)
     if args.resume and not args.out:
-        raise discover.DiscoveryError("--resume needs --out DIR (the run to resume)")
+        raise UserError("--resume needs --out DIR (the run to resume)")
     if args.ray_address and args.executor != "ray":
-        raise discover.DiscoveryError("--ray-address needs --executor ray")
+        raise UserError("--ray-address needs --executor ray")
     if args.out:
         check_out(Path(args.out), args.resume)
     env = environment.probe_environment("auto" if args.devices else config["device"])
@@ -287,9 +287,9 @@ def check_gate_arguments(args) -> None:
     """The gate's options only mean something with --gate (a usage error otherwise); the baseline must exist."""
     for name in ("min_speedup", "baseline", "fail_on_skip"):
         if getattr(args, name) not in (None, False) and not args.gate:
-            raise discover.DiscoveryError(f"--{name.replace('_', '-')} needs --gate")
+            raise UserError(f"--{name.replace('_', '-')} needs --gate")
     if args.baseline and not Path(args.baseline).is_file():
-        raise discover.DiscoveryError(f"--baseline {args.baseline}: no such file")
+        raise UserError(f"--baseline {args.baseline}: no such file")
     # Read now, before any pair runs: a file that is no leaderboard is a usage error, not a wasted run.
     args.baseline_rows = gate.read_baseline(Path(args.baseline)) if args.baseline else None
 
@@ -351,17 +351,17 @@ def new_run_dir(results_dir: Path, problems: list) -> Path:
             return folder
         except FileExistsError:
             continue
-    raise discover.DiscoveryError(f"no free run folder named {name}-N under {results_dir}")
+    raise UserError(f"no free run folder named {name}-N under {results_dir}")
 
 
 def check_out(out: Path, resume: bool) -> None:
     """--out must be a folder, and one that holds results only when --resume says to go on with them."""
     if out.exists() and not out.is_dir():
-        raise discover.DiscoveryError(f"--out {out} is a file, not a folder: give a run folder")
+        raise UserError(f"--out {out} is a file, not a folder: give a run folder")
     results = out / "results.jsonl"
     if results.exists() and not resume:
         count = sum(1 for line in results.read_text().splitlines() if line.strip())
-        raise discover.DiscoveryError(f"--out {out} already holds a run ({count} result(s)): add --resume to go on "
+        raise UserError(f"--out {out} already holds a run ({count} result(s)): add --resume to go on "
                                       f"with it, or give another --out")
 
 

@@ -1,5 +1,6 @@
 """The one kind of error a user makes (a bad flag, path, config or baseline): the CLI prints it as one line
-and exits 2. Each stage raises its own subclass; only `cli.main` catches them."""
+and exits 2. Discovery and the config raise their own subclass (DiscoveryError, ConfigError), the CLI's own flag
+checks UserError itself; only `cli.main` catches them."""
 
 
 class UserError(ValueError):

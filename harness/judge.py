@@ -1,6 +1,8 @@
 """The trusted process of one pair: reference outputs, the worker, comparisons, guards and statistics.
 
-It imports the problem, never the candidate. Usage: python -m harness.judge < JOB.json > RESULT.json
+It imports the problem, never the candidate. Started by the runner (judges.py), or forked from the judge factory, it
+reads the run's config line and then its pair's job line on stdin, and writes its stages and its Result as JSON lines
+on the runner's pipe (main()).
 """
 from __future__ import annotations
 

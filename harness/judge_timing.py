@@ -19,7 +19,7 @@ import torch
 from harness import check, procs, roofline, stats, timing
 from harness.clocks import ClockMonitor
 from harness.gpu_probe import GpuProbe, ProbeUnavailable
-from harness.judges import CONFIRM_PAUSE_S, CONFIRM_ROUNDS  # part of the timing stage's deadline there
+from harness.stages import CONFIRM_PAUSE_S, CONFIRM_ROUNDS  # part of the timing stage's deadline
 from harness.records import one_line
 from harness.verdict import Status, Verdict, across
 

@@ -17,14 +17,12 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
-from harness import stopping
+from harness import stages, stopping
 from harness.judge_factory import FactoryGone, JudgeFactory
 from harness.records import Result, failure
 from harness.verdict import Status
 
 ROOT = Path(__file__).resolve().parent.parent
-# timer_tampering must show again in CONFIRM_ROUNDS rounds after a pause of CONFIRM_PAUSE_S (judge_timing).
-CONFIRM_PAUSE_S, CONFIRM_ROUNDS = 2.0, 10
 
 # Judge and workers (which inherit this) must time alike on the CPU:
 # - glibc's malloc gets fixed thresholds: by default they move with each process's allocation history,
@@ -55,25 +53,6 @@ def judge_env(device: str) -> dict:
 
 
 JUDGE_COMMAND = (sys.executable, "-m", "harness.judge")  # a judge of its own; most are forked from the judge factory
-
-
-def stage_deadlines(cfg: dict) -> dict:
-    """Seconds each stage of a judge may last before the runner stops it: the waits the stage is allowed,
-    with room. Every worker request inside a stage has its own, shorter deadline in the judge; these
-    catch a judge that is itself stuck (in a CUDA call, say)."""
-    request, start = cfg["timeout"], cfg["start_timeout"]
-    trials = cfg["trials"] + cfg["wide_trials"]
-    return {
-        "start": start,  # a judge started ahead may still be importing torch and starting its workers
-        "reference": start + 2 * request,  # the problem imported and Model built (CUDA started)
-        "build": start + cfg["compile_timeout"] + 2 * request,  # the candidate imported (its extensions built)
-        "workers": start + cfg["compile_timeout"] + 2 * request,  # both models constructed (a build in __init__ too)
-        "correctness": (trials + 2) * 4 * request,  # per trial: float64 truth, reference, candidate call, release
-        "timing_setup": 8 * request,  # timing inputs, warm-up, method choice and trace, both sides
-        "timing": cfg["max_timing_s"] + cfg["gate_timing_s"] + CONFIRM_PAUSE_S + (2 * CONFIRM_ROUNDS + 4) * request
-                  + (cfg["compile_timeout"] if cfg["compile_baseline"] else 0),
-        "finish": 60 + 4 * cfg["kill_grace_s"],
-    }
 
 
 class Judge:
@@ -267,7 +246,7 @@ def run_judge(job: dict, judge: Judge, cfg: dict, log_dir: Path, stem: str,
     With judges started ahead (`starter`), the judge waits at its timing stages for a `go` line: sent once
     no judge ahead is starting CUDA on its GPU, none starting until the pair's `finish`.
     """
-    deadlines = stage_deadlines(cfg)
+    deadlines = stages.stage_deadlines(cfg)
     problem, solution = job["problem"], job["solution"]
     gated = starter is not None and bool(starter.ahead) and judge.device is not None
     judge.write(json.dumps({**job, "sent_at": time.time(), "gated": gated}) + "\n", last=not gated)

@@ -98,7 +98,7 @@ def run_pairs(pairs: list, ctx: RunContext, resume: bool,
     (harness.stopping) returns the Results of the pairs that ended; the others record nothing.
 
     `on_stage(pair, stage)` follows a pair: "build" (waiting for its build stage), "queued" (for a device),
-    then the judge's stages (judges.stage_deadlines); `on_result(pair, result)` runs as each pair ends.
+    then the judge's stages (stages.stage_deadlines); `on_result(pair, result)` runs as each pair ends.
     With several devices, results are appended as they end (their order may differ from a one-device run,
     their content does not); they are returned in `pairs` order.
     """

@@ -17,7 +17,8 @@ UNIT = problem(lambda: [torch.rand(64, 8), torch.arange(5), 3])
 def test_trial_seeds_depend_on_the_secret_the_problem_and_the_trial():
     seeds = {inputs.trial_seed(s, p, t) for s in (1, 2) for p in ("relu", "gelu") for t in (0, 1)}
     assert len(seeds) == 8 and all(0 <= s < 2**63 for s in seeds)
-    assert inputs.trial_seed(1, "relu", 0) == inputs.trial_seed(1, "relu", 0)
+    # The same in every process and version (sha256 of "secret:problem:trial"): a judge and its rerun agree.
+    assert inputs.trial_seed(1, "relu", 0) == 6612231605125024570
 
 
 def test_the_same_seed_gives_the_same_inputs_and_another_seed_others():

@@ -8,7 +8,7 @@ import time
 from types import SimpleNamespace
 
 from support import FAST_CONFIG, ROOT
-from harness import judge_factory, judges
+from harness import judge_factory, judges, stages
 from harness.config import build_config
 
 JOB = {"problem": "p", "solution": "s"}
@@ -28,14 +28,14 @@ def config(**changes) -> dict:
 
 
 def test_a_stage_past_its_deadline_stops_the_judge_and_names_the_stage(tmp_path):
-    cfg = config(timeout=0.5)  # correctness: (trials + 2) x 3 x timeout = 7.5 s with the fast config
+    cfg = config(timeout=0.5)  # correctness: (trials + 2) x 4 x timeout = 10 s with the fast config
     judge = fake_judge(tmp_path, 'print(json.dumps({"stage": "correctness"}), flush=True); time.sleep(600)')
-    stages = []
+    seen = []
     started = time.monotonic()
-    result = judges.run_judge(JOB, judge, cfg, tmp_path, "p__s", stages.append)
+    result = judges.run_judge(JOB, judge, cfg, tmp_path, "p__s", seen.append)
     assert result.status == "timeout" and "stage 'correctness'" in result.error, result.error
-    assert time.monotonic() - started < judges.stage_deadlines(cfg)["correctness"] + 10
-    assert stages == ["start", "correctness"] and judge.proc.poll() is not None  # the judge was stopped
+    assert time.monotonic() - started < stages.stage_deadlines(cfg)["correctness"] + 10
+    assert seen == ["start", "correctness"] and judge.proc.poll() is not None  # the judge was stopped
     assert (tmp_path / "p__s.judge.log").exists()
 
 
@@ -69,7 +69,7 @@ def test_every_stage_the_judge_announces_has_a_deadline():
     """Top-level phases (no dot) are the stages the judge announces; each needs a deadline in the runner."""
     source = "".join((ROOT / "harness" / name).read_text() for name in ("judge.py", "judge_timing.py"))
     announced = {name for name in re.findall(r'self\.phase\("([^"]+)"\)', source) if "." not in name}
-    deadlines = judges.stage_deadlines(config())
+    deadlines = stages.stage_deadlines(config())
     assert announced and announced | {"start"} == set(deadlines), (announced, set(deadlines))
     assert all(0 < seconds < float("inf") for seconds in deadlines.values())
 

@@ -59,9 +59,13 @@ def test_a_a_samples_give_a_tie_whose_ci_contains_one():
     assert stats.ci_is_tight(result, 1.0)
 
 
-def test_the_ci_is_a_pure_function_of_the_samples():
-    ref, new = [1.0, 1.2, 0.9, 1.1], [0.5, 0.7, 0.4, 0.6]
-    assert stats.speedup_with_ci(ref, new) == stats.speedup_with_ci(ref, new)
+def test_the_speedup_and_ci_of_four_rounds_worked_by_hand():
+    """Round ratios 2.0, 1.714, 2.25, 1.833: the speedup is the geometric middle of the two central ones, and with four
+    rounds the sign test's 95% interval is the whole range, the lowest and highest ratio."""
+    result = stats.speedup_with_ci([1.0, 1.2, 0.9, 1.1], [0.5, 0.7, 0.4, 0.6])
+    assert result["speedup"] == pytest.approx((1.1 / 0.6 * 2.0) ** 0.5)
+    assert result["speedup_ci_low"] == pytest.approx(1.2 / 0.7) and result["speedup_ci_high"] == pytest.approx(2.25)
+    assert (result["ref_ms"], result["new_ms"]) == (pytest.approx(1.05), pytest.approx(0.55))
 
 
 def test_wide_ci_is_not_tight():
