@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 from harness import check, procs, roofline, stats, timing
+from harness.stats import median_abs_deviation, spread_pct
 from harness.clocks import ClockMonitor
 from harness.gpu_probe import GpuProbe, ProbeUnavailable
 from harness.stages import CONFIRM_PAUSE_S, CONFIRM_ROUNDS  # part of the timing stage's deadline
@@ -531,17 +532,6 @@ def resolution_pct(cfg: dict, method: str, spread: float = 0.0) -> float:
     if spread >= cfg["host_bound_spread_pct"]:
         resolution = max(resolution, cfg["host_bound_resolution_pct"])
     return resolution
-
-
-def spread_pct(samples: list) -> float:
-    """The samples' robust spread, in percent of their median: 1.4826 MADs (one SD for normal noise)."""
-    middle = statistics.median(samples)
-    return 100 * 1.4826 * median_abs_deviation(samples) / middle if middle > 0 else 0.0
-
-
-def median_abs_deviation(values: list) -> float:
-    middle = statistics.median(values)
-    return statistics.median(abs(v - middle) for v in values)
 
 
 def plausible_sample(payload) -> tuple[float, float]:

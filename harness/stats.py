@@ -1,9 +1,10 @@
-"""Statistics of a timed pair: medians, the paired speedup, its CI and the harness's resolution, the stopping rule
-and the tie rule."""
+"""Statistics of a timed pair, the one home of statistics over raw samples: medians and robust spreads, the paired
+speedup, its CI and the harness's resolution, the stopping rule and the tie rule."""
 from __future__ import annotations
 
 import math
 import random
+import statistics
 import time
 from typing import Callable
 
@@ -121,3 +122,21 @@ def alternate_rounds(ref_call: Callable[[], float], new_call: Callable[[], float
             if len(ref_ms) % 5 == 0 and not undecided(ref_ms, new_ms):
                 break
     return ref_ms, new_ms, tight()
+
+
+def medians(samples) -> tuple[float, float]:
+    """Per-column medians of (ms, wall ms) samples."""
+    columns = list(zip(*samples))
+    return statistics.median(columns[0]), statistics.median(columns[1])
+
+
+def spread_pct(samples: list) -> float:
+    """The samples' robust spread, in percent of their median: 1.4826 MADs (one SD for normal noise)."""
+    middle = statistics.median(samples)
+    return 100 * 1.4826 * median_abs_deviation(samples) / middle if middle > 0 else 0.0
+
+
+def median_abs_deviation(values: list) -> float:
+    """The median of the values' distances from their median (a spread that outliers do not move)."""
+    middle = statistics.median(values)
+    return statistics.median(abs(v - middle) for v in values)

@@ -18,6 +18,8 @@ from typing import Callable
 
 import torch
 
+from harness.stats import medians
+
 _perf_counter_ns = time.perf_counter_ns
 _Event = torch.cuda.Event
 _synchronize = torch.cuda.synchronize
@@ -259,12 +261,6 @@ def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
     if a.is_floating_point() or a.is_complex():
         return torch.allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True)
     return torch.equal(a, b)
-
-
-def medians(samples) -> tuple[float, float]:
-    """Per-column medians of (ms, wall ms) samples."""
-    columns = list(zip(*samples))
-    return statistics.median(columns[0]), statistics.median(columns[1])
 
 
 def output_tensors(out) -> list:

@@ -285,7 +285,8 @@ def test_each_sides_window_follows_its_own_copy_of_the_rounds_inputs():
 
 
 def test_a_pair_bound_by_the_host_takes_the_host_bound_resolution():
-    from harness.judge_timing import resolution_pct, spread_pct
+    from harness.judge_timing import resolution_pct
+    from harness.stats import spread_pct
 
     cfg = RESOLUTIONS
     steady, launch_bound = [1.0, 1.01, 0.99, 1.0, 1.02], [3.0, 3.6, 2.7, 3.1, 4.2, 2.9]
