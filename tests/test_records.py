@@ -54,3 +54,20 @@ def test_a_record_that_is_no_result_is_a_schema_error(tmp_path):
     path = write(tmp_path / "results.jsonl", {"schema_version": 1, "problem": "p"})
     with pytest.raises(records.SchemaError, match="record 1: not a result"):
         records.read_results(path)
+
+
+def test_every_result_field_is_in_the_readmes_table_and_every_named_one_exists():
+    """The README's table of results.jsonl fields and the Result dataclass agree, both ways."""
+    import dataclasses
+    import re
+    from pathlib import Path
+
+    from harness.records import Result
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    table = readme[readme.index("Fields of `results.jsonl`"):readme.index("## Configuration")]
+    named = {name for row in table.splitlines() if row.startswith("| `")
+             for name in re.findall(r"`(\w+)`", row.split(" | ")[0])}
+    fields = {f.name for f in dataclasses.fields(Result)}
+    assert fields - named == set(), "fields the README does not describe"
+    assert named - fields == set(), "the README describes fields that do not exist"
