@@ -246,57 +246,80 @@ def run_judge(job: dict, judge: Judge, cfg: dict, log_dir: Path, stem: str,
     With judges started ahead (`starter`), the judge waits at its timing stages for a `go` line: sent once
     no judge ahead is starting CUDA on its GPU, none starting until the pair's `finish`.
     """
-    deadlines = stages.stage_deadlines(cfg)
-    problem, solution = job["problem"], job["solution"]
-    gated = starter is not None and bool(starter.ahead) and judge.device is not None
-    judge.write(json.dumps({**job, "sent_at": time.time(), "gated": gated}) + "\n", last=not gated)
-    stage, started = "start", time.monotonic()
-    held = False  # warm-ups of judges ahead held for this pair's timing
-    on_stage(stage)
+    pair = FollowedPair(job, judge, cfg, stem, on_stage, starter)
     try:
+        return pair.follow()
+    except (ValueError, TypeError, KeyError) as exc:
+        judge.kill()
+        return pair.failed(Status.HARNESS_ERROR, f"unreadable message from the judge in stage '{pair.stage}': {exc}")
+    finally:
+        pair.let_go()
+        judge.log_path.replace(log_dir / f"{stem}.judge.log")
+
+
+class FollowedPair:
+    """run_judge's state: the judge's stage, when it began, and whether judges ahead are held for this pair's timing."""
+
+    def __init__(self, job: dict, judge: Judge, cfg: dict, stem: str, on_stage, starter):
+        self.job, self.judge, self.stem, self.on_stage, self.starter = job, judge, stem, on_stage, starter
+        self.deadlines = stages.stage_deadlines(cfg)
+        self.gated = starter is not None and bool(starter.ahead) and judge.device is not None
+        self.held = False  # warm-ups of judges ahead held for this pair's timing
+        judge.write(json.dumps({**job, "sent_at": time.time(), "gated": self.gated}) + "\n", last=not self.gated)
+        self.enter("start")
+
+    def follow(self) -> Result:
+        """The judge's lines until its Result, or the failure that ends the pair first."""
         while True:
-            left = deadlines[stage] - (time.monotonic() - started)
             try:
-                line = judge.lines.get(timeout=max(left, 0.0))
+                line = self.judge.lines.get(timeout=max(self.deadlines[self.stage] - self.elapsed(), 0.0))
             except queue.Empty:
-                judge.kill()
+                self.judge.kill()
                 stopping.check()
-                return failure(problem, solution, Status.TIMEOUT,
-                               f"the judge was still in stage '{stage}' after its deadline of {deadlines[stage]:g} s "
-                               f"and was stopped (see logs/{stem}.judge.log)")
+                return self.failed(Status.TIMEOUT, f"the judge was still in stage '{self.stage}' after its deadline "
+                                                   f"of {self.deadlines[self.stage]:g} s and was stopped")
             if line is None:
-                judge.reap()
+                self.judge.reap()
                 stopping.check()  # killed because the run was stopped: this pair records nothing
-                return failure(problem, solution, Status.HARNESS_ERROR,
-                               f"the judge process died in stage '{stage}' ({exit_reason(judge.proc.returncode)}); "
-                               f"see logs/{stem}.judge.log")
+                return self.failed(Status.HARNESS_ERROR, f"the judge process died in stage '{self.stage}' "
+                                                         f"({exit_reason(self.judge.proc.returncode)})")
             message = parse_line(line)
             if "result" in message:
                 result, exiting = Result.from_dict(message["result"]), time.monotonic()
-                judge.reap()  # it exits right after its Result
+                self.judge.reap()  # it exits right after its Result
                 result.phases_s = {**(result.phases_s or {}), "judge_exit": round(time.monotonic() - exiting, 3)}
                 return result
-            if message.get("stage") in deadlines:
-                stage, started = message["stage"], time.monotonic()
-                on_stage(stage)
-                if gated and stage == "timing_setup":
-                    held = True
-                    starter.hold_warm_ups(judge.device)
-                    judge.write("go\n", last=True)
-                elif held and stage == "finish":
-                    held = False
-                    starter.release_warm_ups(judge.device)
+            if message.get("stage") in self.deadlines:
+                self.enter(message["stage"])
             elif isinstance(message.get("workers"), list):
-                judge.worker_groups = message["workers"]
-    except (ValueError, TypeError, KeyError) as exc:
-        judge.kill()
-        return failure(problem, solution, Status.HARNESS_ERROR,
-                       f"unreadable message from the judge in stage '{stage}': {exc}; see logs/{stem}.judge.log")
-    finally:
-        if held:
-            starter.release_warm_ups(judge.device)
-        judge.outbox.put(None)  # its stdin closed (a gated pair that ended before its timing had it open)
-        judge.log_path.replace(log_dir / f"{stem}.judge.log")
+                self.judge.worker_groups = message["workers"]
+
+    def enter(self, stage: str) -> None:
+        """The judge began `stage`: its deadline starts; a gated pair's timing holds the warm-ups of judges ahead."""
+        self.stage, self.started = stage, time.monotonic()
+        self.on_stage(stage)
+        if self.gated and stage == "timing_setup":
+            self.held = True
+            self.starter.hold_warm_ups(self.judge.device)
+            self.judge.write("go\n", last=True)
+        elif self.held and stage == "finish":
+            self.held = False
+            self.starter.release_warm_ups(self.judge.device)
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def failed(self, status: Status, message: str) -> Result:
+        return failure(self.job["problem"], self.job["solution"], status,
+                       f"{message}; see logs/{self.stem}.judge.log" if status == Status.HARNESS_ERROR
+                       else f"{message} (see logs/{self.stem}.judge.log)")
+
+    def let_go(self) -> None:
+        """Whatever happened: judges ahead released, the judge's stdin closed (a gated pair that ended before its
+        timing had it open)."""
+        if self.held:
+            self.starter.release_warm_ups(self.judge.device)
+        self.judge.outbox.put(None)
 
 
 def exit_reason(code: Optional[int]) -> str:
