@@ -477,16 +477,7 @@ def main() -> None:
     if warm_device:  # started ahead: before the workers fork (ms in a judge forked from the judge factory, which did it)
         ready_flop_counter()
         start_up.mark("flops")
-    # The candidate's worker first (confined): the reference's, forked second, has a copy of the first one's channel.
-    workers = tuple(Sandbox({}, config["output_limit_bytes"], config["kill_grace_s"], confined=side == 0)
-                    for side in range(2))
-    # torch's shared-memory manager (CPU tensors cross to workers through it) is our child too: started
-    # before any worker runs candidate code, it is known as ours and spared when orphans are killed.
-    torch.empty(1).share_memory_()
-    helpers = frozenset(my_children()) - {w.proc.pid for w in workers}
-    ours = helpers | {w.proc.pid for w in workers}
-    # Any other child of ours is an orphan a candidate's process left (we are its subreaper): the candidate's.
-    workers[0].strays = lambda: [pid for pid in children(os.getpid()) if pid not in ours]
+    workers, helpers = start_workers(config)
     start_up.mark("workers")
     if warm_device:  # CUDA contexts and the profiler's (~0.3 s, seen by another pair's GPU probe) when the runner
         report.send(ready_to_warm=True)  # says no pair on this GPU is timed
@@ -501,6 +492,13 @@ def main() -> None:
         for worker in workers:
             worker.close()
         os._exit(0)
+    report.send(result=judge_pair(job, workers, helpers, report, start_up).to_dict())
+    sys.stdout.flush()
+    os._exit(0)  # skip CUDA IPC teardown races at interpreter exit
+
+
+def judge_pair(job: dict, workers: tuple, helpers: frozenset, report: "Reporter", start_up: "StartUp") -> Result:
+    """The pair's Result; a bug before the pair began still yields one (harness_error), never a silent pair."""
     waited_s = max(0.0, time.time() - job.get("sent_at", time.time()))  # for a judge still starting up
     report.send(workers=[w.proc.pid for w in workers])  # each leads its own process group
     worker_threads = torch.get_num_threads()  # the workers, forked before, keep PyTorch's default
@@ -510,14 +508,26 @@ def main() -> None:
         judge = PairJudge(job, workers, helpers, report)
         judge.worker_threads = worker_threads
         judge.result.phases_s = {"judge_start": round(waited_s, 3), **start_up.phases(job.get("sent_at"))}
-        result = judge.run()
-    except Exception as exc:  # a bug before the pair began still yields a Result, never a silent pair
+        return judge.run()
+    except Exception as exc:
         traceback.print_exc()
-        result = failure(job["problem"], job["solution"], Status.HARNESS_ERROR,
-                         f"harness error: {type(exc).__name__}: {exc} (traceback in the judge log)")
-    report.send(result=result.to_dict())
-    sys.stdout.flush()
-    os._exit(0)  # skip CUDA IPC teardown races at interpreter exit
+        return failure(job["problem"], job["solution"], Status.HARNESS_ERROR,
+                       f"harness error: {type(exc).__name__}: {exc} (traceback in the judge log)")
+
+
+def start_workers(config: dict) -> tuple:
+    """(the candidate's worker, the reference's), forked from us, and our own other children (helpers)."""
+    # The candidate's worker first (confined): the reference's, forked second, has a copy of the first one's channel.
+    workers = tuple(Sandbox({}, config["output_limit_bytes"], config["kill_grace_s"], confined=side == 0)
+                    for side in range(2))
+    # torch's shared-memory manager (CPU tensors cross to workers through it) is our child too: started
+    # before any worker runs candidate code, it is known as ours and spared when orphans are killed.
+    torch.empty(1).share_memory_()
+    helpers = frozenset(my_children()) - {w.proc.pid for w in workers}
+    ours = helpers | {w.proc.pid for w in workers}
+    # Any other child of ours is an orphan a candidate's process left (we are its subreaper): the candidate's.
+    workers[0].strays = lambda: [pid for pid in children(os.getpid()) if pid not in ours]
+    return workers, helpers
 
 
 def ready_flop_counter() -> None:
