@@ -138,72 +138,13 @@ class PairTiming:
                 self.result.flags.append("no_custom_kernel")
 
     def time_rounds(self) -> None:
-        """The alternating rounds, then statistics, the tampering cross-check and the compiled baseline."""
-        cfg = self.cfg
-        clocks = ClockMonitor(self.device.index or 0) if self.device.type == "cuda" else None
-        probe = self.gpu_probe()
-        window_clean = [True]  # this round's windows each began on a GPU of our own
-
-        def gpu_is_ours() -> None:
-            """Before a window: other processes' GPU work drained (the other worker is stopped by now). Before both
-            sides' windows, though only the candidate can leave work behind: on the H100, with the probe before the
-            reference's window alone, A/A pairs of 0.3-2 ms kernels came out 1.01-1.06 (a window right after a probe
-            runs unlike one without)."""
-            if probe and not probe.wait_until_ours(cfg["gpu_drain_s"]):
-                window_clean[0] = False
-
-        ref_judged, new_judged = [], []  # the judge's own wall clock (ms) around each timing request
-
-        def round_kept() -> bool:
-            """A round counts when the GPU was ours before each window and still is after the last one."""
-            kept = window_clean[0] and not (probe and probe.other_work_ms() > 0)
-            window_clean[0] = True
-            if not kept:
-                self.result.rounds_discarded = (self.result.rounds_discarded or 0) + 1
-                for samples in (ref_judged, new_judged, self.result.ref_wall_ms, self.result.new_wall_ms):
-                    samples.pop()
-            return kept
-
-        # Each side's window follows its own copy of the round's inputs, the same way on both sides. With both copies
-        # made before the round, the reference's first, the candidate's inputs were always the last written: on the
-        # H100, 7 of the 8 claimed --small level1 CIs that missed 1.0 at bf7d6ca favoured the candidate (with this
-        # order, at 7710ba4, 2 of 28 missed, both favouring the reference); on the 2-core CPU the two workers of an A/A
-        # pair then fell into different allocation regimes in half the pairs, and in none with this order
-        # (bench/results/aa-coverage/).
-        def ref_sample() -> float:
-            with self.reference_side():
-                self.refresh_side(self.ref_sandbox)
-                gpu_is_ours()
-                ms, wall = plausible_sample(self.expect_ok(self.ref_sandbox.request("time", cfg["timeout"])))
-                ref_judged.append(self.ref_sandbox.last_request_ms)
-            self.result.ref_wall_ms.append(wall)
-            if clocks:
-                clocks.sample()
-            return ms
-
-        def new_sample() -> float:
-            self.refresh_side(self.sandbox)
-            gpu_is_ours()
-            ms, wall = plausible_sample(self.expect_ok(self.sandbox.request("time", cfg["timeout"])))
-            new_judged.append(self.sandbox.last_request_ms)
-            self.result.new_wall_ms.append(wall)
-            return ms
-
-        rng = random.Random(self.job["secret"])
-        checked = []  # rounds whose timed output was checked
-
-        def before_round(index: int) -> None:
-            if index and rng.random() < TIMED_CHECK_SHARE:
-                self.check_timed_output(index - 1)
-                checked.append(index - 1)
-                self.check_reference_scheduling()
-            self.make_round_inputs(index)
-
+        """The alternating rounds (Rounds), then statistics, the tampering cross-check and the compiled baseline."""
+        rounds = Rounds(self)
         try:
             self.check_reference_scheduling()
-            rounds_cfg = {**cfg, "target_ci_pct": target_pct(cfg, self.result.ref_timer)}
-            ref_ms, new_ms, tight = stats.alternate_rounds(ref_sample, new_sample, rounds_cfg, rng, before_round,
-                                                           round_kept=round_kept,
+            rounds_cfg = {**self.cfg, "target_ci_pct": target_pct(self.cfg, self.result.ref_timer)}
+            ref_ms, new_ms, tight = stats.alternate_rounds(rounds.ref_sample, rounds.new_sample, rounds_cfg, rounds.rng,
+                                                           rounds.before_round, round_kept=rounds.round_kept,
                                                            calls_per_sample=self.result.ref_batch or 1,
                                                            undecided=self.straddles_the_gate())
             self.check_reference_scheduling()
@@ -212,20 +153,27 @@ class PairTiming:
             self.result.flags.append("interference")
             self.result.timing_rounds = 0
             return
-        if probe:
-            self.result.gpu_wait_ms = round(probe.waited_ms, 1)
+        self.after_rounds(rounds, ref_ms, new_ms, tight)
+
+    def after_rounds(self, rounds: "Rounds", ref_ms: list, new_ms: list, tight: bool) -> None:
+        """What the rounds tell: interference, the last timed output checked, the statistics, the tampering
+        cross-check, and the compiled baseline."""
+        cfg = self.cfg
+        if rounds.probe:
+            self.result.gpu_wait_ms = round(rounds.probe.waited_ms, 1)
         if (self.result.rounds_discarded or 0) >= cfg["interference_rounds"] or not ref_ms:
             self.result.flags.append("interference")
         if not ref_ms:  # every round had another process on the GPU: no speedup to report
             self.result.timing_rounds = 0
             return
         self.check_timed_output(len(ref_ms) - 1)
-        self.result.timed_outputs_checked = 0 if self.judge.random_reference else len(checked) + 1
-        self.record_timing(ref_ms, new_ms, tight, clocks)
+        self.result.timed_outputs_checked = 0 if self.judge.random_reference else len(rounds.checked) + 1
+        self.record_timing(ref_ms, new_ms, tight, rounds.clocks)
         judge_timer = timing.Timer(self.device, cfg["cold_cache"], cfg["launch_lead_us"])
-        self.result.judge_wall_ms = statistics.median(new_judged)
-        if (self.time_disagrees(ref_ms, ref_judged, new_ms, new_judged, judge_timer)
-                and self.disagrees_again(ref_sample, new_sample, ref_judged, new_judged, rng, judge_timer)):
+        self.result.judge_wall_ms = statistics.median(rounds.new_judged)
+        if (self.time_disagrees(ref_ms, rounds.ref_judged, new_ms, rounds.new_judged, judge_timer)
+                and self.disagrees_again(rounds.ref_sample, rounds.new_sample, rounds.ref_judged, rounds.new_judged,
+                                         rounds.rng, judge_timer)):
             self.result.flags.append("timer_tampering")
         if cfg["compile_baseline"]:
             self.time_compiled(self.round_inputs, judge_timer)
@@ -512,6 +460,74 @@ class PairTiming:
         except Exception as exc:  # a baseline that cannot compile is reported, never fatal
             self.result.compiled_ms = None
             self.result.compiled_error = one_line(f"{type(exc).__name__}: {exc}", 200)
+
+
+class Rounds:
+    """The timing rounds of one pair as PairTiming runs them (stats.alternate_rounds calls these): each side's sample,
+    its inputs refreshed and the GPU drained first; the timed-output checks before a round; which rounds count."""
+
+    def __init__(self, pair: "PairTiming"):
+        self.pair, self.cfg, self.result = pair, pair.cfg, pair.result
+        self.clocks = ClockMonitor(pair.device.index or 0) if pair.device.type == "cuda" else None
+        self.probe = pair.gpu_probe()
+        self.window_clean = True  # this round's windows each began on a GPU of our own
+        self.ref_judged, self.new_judged = [], []  # the judge's own wall clock (ms) around each timing request
+        self.rng = random.Random(pair.job["secret"])
+        self.checked = []  # rounds whose timed output was checked
+
+    def gpu_is_ours(self) -> None:
+        """Before a window: other processes' GPU work drained (the other worker is stopped by now). Before both
+        sides' windows, though only the candidate can leave work behind: on the H100, with the probe before the
+        reference's window alone, A/A pairs of 0.3-2 ms kernels came out 1.01-1.06 (a window right after a probe
+        runs unlike one without)."""
+        if self.probe and not self.probe.wait_until_ours(self.cfg["gpu_drain_s"]):
+            self.window_clean = False
+
+    def round_kept(self) -> bool:
+        """A round counts when the GPU was ours before each window and still is after the last one."""
+        kept = self.window_clean and not (self.probe and self.probe.other_work_ms() > 0)
+        self.window_clean = True
+        if not kept:
+            self.result.rounds_discarded = (self.result.rounds_discarded or 0) + 1
+            for samples in (self.ref_judged, self.new_judged, self.result.ref_wall_ms, self.result.new_wall_ms):
+                samples.pop()
+        return kept
+
+    # Each side's window follows its own copy of the round's inputs, the same way on both sides. With both copies
+    # made before the round, the reference's first, the candidate's inputs were always the last written: on the
+    # H100, 7 of the 8 claimed --small level1 CIs that missed 1.0 at bf7d6ca favoured the candidate (with this
+    # order, at 7710ba4, 2 of 28 missed, both favouring the reference); on the 2-core CPU the two workers of an A/A
+    # pair then fell into different allocation regimes in half the pairs, and in none with this order
+    # (bench/results/aa-coverage/).
+    def ref_sample(self) -> float:
+        pair = self.pair
+        with pair.reference_side():
+            pair.refresh_side(pair.ref_sandbox)
+            self.gpu_is_ours()
+            ms, wall = plausible_sample(pair.expect_ok(pair.ref_sandbox.request("time", self.cfg["timeout"])))
+            self.ref_judged.append(pair.ref_sandbox.last_request_ms)
+        self.result.ref_wall_ms.append(wall)
+        if self.clocks:
+            self.clocks.sample()
+        return ms
+
+    def new_sample(self) -> float:
+        pair = self.pair
+        pair.refresh_side(pair.sandbox)
+        self.gpu_is_ours()
+        ms, wall = plausible_sample(pair.expect_ok(pair.sandbox.request("time", self.cfg["timeout"])))
+        self.new_judged.append(pair.sandbox.last_request_ms)
+        self.result.new_wall_ms.append(wall)
+        return ms
+
+    def before_round(self, index: int) -> None:
+        """A tenth of the rounds first check the last round's timed output (and that the reference's worker was not
+        rescheduled); every round gets fresh inputs."""
+        if index and self.rng.random() < TIMED_CHECK_SHARE:
+            self.pair.check_timed_output(index - 1)
+            self.checked.append(index - 1)
+            self.pair.check_reference_scheduling()
+        self.pair.make_round_inputs(index)
 
 
 def target_pct(cfg: dict, method: str) -> float:
