@@ -5,6 +5,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from support import FAST_CONFIG, FIXTURES, ROOT
 
@@ -25,10 +26,28 @@ def recorded(out) -> list:
     return [json.loads(line)["solution"] for line in path.read_text().splitlines()] if path.exists() else []
 
 
-def harness_processes() -> set:
-    """Processes running the harness's modules (judge factory, judges, workers, builds)."""
-    found = subprocess.run(["pgrep", "-f", r"harness\.(judge|worker|builds)"], capture_output=True, text=True).stdout
-    return set(found.split())
+def descendants(pid: int) -> set:
+    """The PIDs of a process's children, theirs, and so on (this run's processes alone: a pgrep over the machine would
+    also see another run's, such as a concurrent test session's)."""
+    found, waiting = set(), [pid]
+    while waiting:
+        children = subprocess.run(["pgrep", "-P", str(waiting.pop())], capture_output=True, text=True).stdout.split()
+        found |= {int(c) for c in children}
+        waiting += children
+    return found
+
+
+def running(pids: set) -> set:
+    """Those of pids still running (a zombie, dead and waiting to be reaped, is not)."""
+    alive = set()
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state != "Z":
+            alive.add(pid)
+    return alive
 
 
 def wait_for(condition, seconds: float) -> None:
@@ -39,10 +58,12 @@ def wait_for(condition, seconds: float) -> None:
 
 
 def test_ctrl_c_records_what_ended_and_resume_judges_the_rest_once(tmp_path):
-    out, before = tmp_path / "run", harness_processes()
+    out = tmp_path / "run"
     run = start(out, CANDIDATES)
     wait_for(lambda: len(recorded(out)) == 2, 240)  # a_first and c_last ended: slow_to_construct is in flight
     time.sleep(2)
+    processes = descendants(run.pid)  # the judge factory, the judge in flight, its workers, judges started ahead
+    assert processes
     sent = time.monotonic()
     run.send_signal(signal.SIGINT)
     console = run.communicate(timeout=60)[0]
@@ -51,7 +72,7 @@ def test_ctrl_c_records_what_ended_and_resume_judges_the_rest_once(tmp_path):
     assert sorted(recorded(out)) == ["a_first", "c_last"]  # nothing for the pair in flight
     assert "Traceback" not in console and "--resume" in console
     assert (out / "leaderboard.csv").read_text().count("\n") == 3  # the header and the two that ended
-    assert harness_processes() <= before  # no process of the run is left
+    wait_for(lambda: not running(processes), 5)  # no process of the run is left (SIGKILL takes a moment)
 
     resumed = start(out, CANDIDATES, "--resume")
     assert resumed.wait(timeout=300) == 0
