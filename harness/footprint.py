@@ -24,7 +24,8 @@ def stages(size: Sizes) -> dict:
     """{stage: {process: bytes}}: what each process of the harness holds at its peak in each stage (the docstring)."""
     i, o, w = size.inputs, size.outputs, size.weights
     return {"correctness": {"judge": 2 * i + 2 * o + 3 * w, "reference worker": w, "candidate's worker": 0},
-            "timing": {"judge": max(3 * i, 2 * i + o) + 3 * w, "reference worker": i + o + w, "candidate's worker": i}}
+            "timing": {"judge": max(3 * i, 2 * i + o) + 3 * w, "reference worker": reference_worker_need(size),
+                       "candidate's worker": i}}
 
 
 def judge(size: Sizes) -> int:
@@ -41,6 +42,24 @@ def harness(size: Sizes) -> int:
     return max(sum(stage.values()) for stage in stages(size).values()) + SLACK
 
 
+def least(size: Sizes) -> int:
+    """What the harness cannot do without, when the device is short: the judge's trial inputs, the candidate's copy
+    and the reference's output (2I + O) and the reference model (W), the float64 truth and the cached timing copies
+    giving way (judge.truth checks the room it needs; PairTiming.retried_when_full hands caches back and tries again);
+    the reference worker's I + O + W; the candidate's copy of the inputs; the slack. (The cached copies and the truth
+    let KernelBench's 45_Average_Pooling_2D, 16 GiB in, run on an 80 GB H100, which the full budget would not.)"""
+    return (2 * size.inputs + size.outputs + size.weights) + reference_worker_need(size) + size.inputs + SLACK
+
+
+def reference_worker_need(size: Sizes) -> int:
+    return size.inputs + size.outputs + size.weights
+
+
+def candidate_room(size: Sizes) -> int:
+    """What a candidate of the reference's size holds of its own: its output and weights, plus the slack."""
+    return size.outputs + size.weights + SLACK
+
+
 def candidate_allowance(size: Sizes) -> int:
     """The memory a candidate may hold of its own before an out-of-memory is its doing: twice what a call of the
     reference's size holds (its inputs, output and weights), plus the slack. Sigmoid with three full-size temporaries
@@ -49,7 +68,8 @@ def candidate_allowance(size: Sizes) -> int:
 
 
 def pair_need(size: Sizes) -> tuple[int, str]:
-    """What a GPU pair needs free before it starts (problem_info.memory_shortfall's `need`), and how it was reckoned."""
-    return harness(size) + candidate_allowance(size), (
-        f"the harness's {gib(harness(size))} (the judge's peak {gib(judge(size))}) and the candidate's allowance "
-        f"{gib(candidate_allowance(size))}: harness/footprint.py")
+    """What a GPU pair needs free before it starts (problem_info.memory_shortfall's `need`): the harness's budget and
+    room for a candidate of the reference's size; and how it was reckoned."""
+    return least(size) + candidate_room(size), (
+        f"the harness's {gib(least(size))} at the least (its budget {gib(harness(size))}) and room for a candidate of "
+        f"the reference's size, {gib(candidate_room(size))}: harness/footprint.py")

@@ -58,6 +58,7 @@ class PairJudge:
         self.ref_schedule = None  # procs.Schedule
         self.truth_model = None
         self.sizes = None  # problem_info.Sizes, from the meta device (load_reference)
+        self.on_reference_side = False  # inside reference_side(): a worker's failure there is the reference's
         self.constructed_buffers = {}
         self.worker_threads = torch.get_num_threads()  # what the workers compute with (main() sets it)
         self.random_reference = False  # does the reference draw random numbers (seen on its first call)?
@@ -243,7 +244,26 @@ class PairJudge:
             message = build_failure(message, (sandbox or self.sandbox).log.text()) or message
         if self.device.type == "cpu" and NO_CUDA.search(message):
             raise Verdict(Status.SKIPPED, f"needs a CUDA GPU, device is cpu ({message})")
+        if (status == Status.RUNTIME_ERROR and self.device.type == "cuda" and not self.on_reference_side
+                and OUT_OF_MEMORY.search(message)):
+            raise self.worker_out_of_memory(message)
         raise Verdict(status, message)
+
+    def worker_out_of_memory(self, message: str) -> Verdict:
+        """A worker's call ran out of GPU memory: the candidate's runtime_error when what it held and asked for, less
+        the harness's share of its worker, exceeds its allowance (footprint.candidate_allowance); within it, the
+        device had no room for an honest candidate beside the harness: harness_error, never the candidate's."""
+        demand = oom_demand(message)
+        if demand is None or self.sizes is None:  # torch's figures or the problem's sizes missing: as it was raised
+            return Verdict(Status.RUNTIME_ERROR, message)
+        own = demand - footprint.candidate_share(self.sizes)
+        allowance = footprint.candidate_allowance(self.sizes)
+        if own > allowance:
+            return Verdict(Status.RUNTIME_ERROR, f"{message} (it held and asked for {gib(own)} of its own, over its "
+                                                 f"allowance of {gib(allowance)})")
+        return Verdict(Status.HARNESS_ERROR, f"{message} (it held and asked for {gib(own)} of its own, within its "
+                                             f"allowance of {gib(allowance)}: the GPU had no room for it beside the "
+                                             f"harness; not the candidate's doing)")
 
     def run_candidate(self, shared: list, ref_out, seed: int) -> dict:
         """One candidate call on the shared inputs, the RNG seeded as for the reference's call; its reply,
@@ -275,11 +295,14 @@ class PairJudge:
     def reference_side(self):
         """The reference's worker runs trusted code: its failure is the harness's (harness_error), unless it ran
         out of GPU memory that the candidate's worker was holding (then it is the candidate's runtime_error)."""
+        self.on_reference_side = True
         try:
             yield
         except (Verdict, WorkerFailure) as exc:
             message = f"the reference's timing worker failed: {exc}"
             raise self.blame_for_memory(message) or Verdict(Status.HARNESS_ERROR, message) from None
+        finally:
+            self.on_reference_side = False
 
     def blame_for_memory(self, message: str) -> Verdict | None:
         """The verdict when the judge or the reference's worker ran out of GPU memory: the candidate's runtime_error
@@ -425,6 +448,19 @@ def reported_peak(info):
         return round(float(info["peak_mem_mb"]), 1)
     except (TypeError, KeyError, ValueError):
         return None
+
+
+UNITS = {"B": 1, "bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
+
+
+def oom_demand(message: str):
+    """From torch's CUDA out-of-memory message: what the failing process's PyTorch had allocated plus what it asked
+    for, in bytes; None when the message lacks either figure."""
+    tried = re.search(r"Tried to allocate ([\d.]+) (B|bytes|KiB|MiB|GiB|TiB)", message)
+    held = re.search(r"([\d.]+) (B|bytes|KiB|MiB|GiB|TiB) is allocated by PyTorch", message)
+    if not tried or not held:
+        return None
+    return int(float(tried[1]) * UNITS[tried[2]] + float(held[1]) * UNITS[held[2]])
 
 
 def reserved_here(device: torch.device) -> int:

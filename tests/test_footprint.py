@@ -50,13 +50,25 @@ def test_a_gpu_pair_that_cannot_fit_is_skipped_with_the_figures_and_the_sizes_to
         judge_mod.PairJudge.check_memory(judge)
     verdict = raised.value
     assert verdict.status == Status.SKIPPED
-    assert "needs over 62.0 GiB" in verdict.error and "40.0 GiB available" in verdict.error, verdict.error
+    assert "needs over 44.0 GiB" in verdict.error and "40.0 GiB available" in verdict.error, verdict.error
     assert "batch_size=4096, dim=393216" in verdict.error and "footprint" in verdict.error
-    monkeypatch.setattr(judge_mod, "free_memory", lambda device: 80 << 30)
-    judge_mod.PairJudge.check_memory(judge)  # an H100's 80 GiB: it runs
+    monkeypatch.setattr(judge_mod, "free_memory", lambda device: 74 << 30)
+    judge_mod.PairJudge.check_memory(judge)  # an H100's 80 GiB, less the CUDA contexts: it runs
+    judge.sizes = problem_info.Sizes(8 << 30, 8 << 30, 0, (torch.float32,))  # KernelBench's L1Norm: 8 GiB a tensor
+    judge_mod.PairJudge.check_memory(judge)  # runs on the H100 too (it did before the budget: no pair is lost)
+    pooling = problem_info.Sizes(16 << 30, 1 << 27, 0, (torch.float32,))  # 45_Average_Pooling_2D: 16 GiB in
+    assert footprint.harness(pooling) > 74 << 30 >= footprint.pair_need(pooling)[0]  # caches give way: it fits
+    judge.sizes = pooling
+    judge_mod.PairJudge.check_memory(judge)
+    judge.sizes = sigmoid_sizes()
     judge.sizes = sigmoid_sizes(batch_size=256)
     monkeypatch.setattr(judge_mod, "free_memory", lambda device: 8 << 30)
     judge_mod.PairJudge.check_memory(judge)  # shrunk with --set: fits an 8 GiB card
+
+
+def test_the_least_is_never_more_than_the_budget():
+    for size in (sigmoid_sizes(), problem_info.Sizes(1, 10, 100, ()), problem_info.Sizes(100, 10, 1, ())):
+        assert footprint.least(size) <= footprint.harness(size)
 
 
 def test_a_problem_that_cannot_run_on_the_meta_device_is_not_sized_and_runs_as_it_is():
@@ -123,3 +135,25 @@ def test_chunked_reductions_match_the_whole_tensors():
     assert lint.mean_of(x, chunk=64) == pytest.approx(float(x.double().mean()), abs=1e-12)
     x[::7] = float("nan")
     assert check.nan_count(x, chunk=64) == int(x.isnan().sum()) == 143
+
+
+def test_a_candidates_out_of_memory_is_its_own_only_beyond_its_allowance():
+    """worker_out_of_memory reads torch's figures: an honest candidate (four outputs' worth) that the device cannot
+    hold beside the harness is no runtime_error of its own; a hoarder is."""
+    from harness.judge import PairJudge, oom_demand
+
+    def torch_message(tried: str, allocated: str) -> str:
+        return (f"forward raised OutOfMemoryError: CUDA out of memory. Tried to allocate {tried}. GPU 0 has a total "
+                f"capacity of 39.38 GiB of which 1.20 GiB is free. Process 77 has 38.1 GiB memory in use. Of the "
+                f"allocated memory {allocated} is allocated by PyTorch, and 20.00 MiB is reserved by PyTorch but "
+                f"unallocated.")
+
+    assert oom_demand(torch_message("6.00 GiB", "18.00 GiB")) == 24 << 30
+    assert oom_demand("forward raised OutOfMemoryError: out of memory") is None
+    judge = SimpleNamespace(sizes=sigmoid_sizes())  # allowance 25 GiB, the harness's share 6 GiB
+    honest = PairJudge.worker_out_of_memory(judge, torch_message("6.00 GiB", "24.00 GiB"))  # 24 GiB its own
+    assert honest.status == Status.HARNESS_ERROR and "not the candidate's doing" in honest.error
+    hoarder = PairJudge.worker_out_of_memory(judge, torch_message("40.00 GiB", "6.00 GiB"))
+    assert hoarder.status == Status.RUNTIME_ERROR and "over its allowance of 25.0 GiB" in hoarder.error
+    judge.sizes = None  # not sized: as raised
+    assert PairJudge.worker_out_of_memory(judge, torch_message("1 GiB", "1 GiB")).status == Status.RUNTIME_ERROR
