@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import json
 import os
 import re
 import sys
@@ -20,7 +19,7 @@ from pathlib import Path
 import torch
 from torch.utils.flop_counter import FlopCounterMode  # imported ahead of the pair: it takes a while
 
-from harness import (channel, check, clocks, footprint, handover, inputs as inputs_mod, problem_info, procs, roofline, semantics,
+from harness import (channel, check, clocks, footprint, handover, judge_protocol, inputs as inputs_mod, problem_info, procs, roofline, semantics,
                      stopping, timing)
 from harness.builds import build_failure, candidate_build_env
 from harness.config import PRECISIONS, tolerance_for
@@ -59,6 +58,7 @@ class PairJudge:
         self.truth_model = None
         self.sizes = None  # problem_info.Sizes, from the meta device (load_reference)
         self.on_reference_side = False  # inside reference_side(): a worker's failure there is the reference's
+        self.gated = False  # the runner says when to time (judge_protocol.Go): judges ahead may be starting CUDA
         self.constructed_buffers = {}
         self.worker_threads = torch.get_num_threads()  # what the workers compute with (main() sets it)
         self.random_reference = False  # does the reference draw random numbers (seen on its first call)?
@@ -358,7 +358,7 @@ class PairJudge:
         if "." not in name:
             self.stage = name
             if self.report is not None:
-                self.report.send(stage=name)
+                self.report.send(judge_protocol.Stage(name))
         if self.device.type == "cuda":  # GPU work is asynchronous: charge it to the phase that queued it
             torch.cuda.synchronize(self.device)
         started = timing.now_ns()
@@ -507,43 +507,47 @@ def main() -> None:
     # The runner starts judges ahead of their pairs: the first line gives the run's config, and both
     # workers start while this process waits for its pair on the second line. They are forked from us
     # before the job is read (nothing of it may be in the memory they copy) and before any device is touched.
-    start = json.loads(read_line_unbuffered(0))
-    config, warm_device = start["config"], start.get("warm_device")
-    start_up = StartUp(start.get("started_at"))  # where a judge's start-up went (judge_start.* phases)
+    start = judge_protocol.from_runner(read_line_unbuffered(0))
+    if not isinstance(start, judge_protocol.Start):
+        raise SystemExit(f"the runner's first line must be its Start, got {start}")
+    config, warm_device = start.config, start.warm_device
+    start_up = StartUp(start.started_at)  # where a judge's start-up went (judge_start.* phases)
     if warm_device:  # started ahead: before the workers fork (ms in a judge forked from the judge factory, which did it)
         ready_flop_counter()
         start_up.mark("flops")
     workers, helpers = start_workers(config)
     start_up.mark("workers")
     if warm_device:  # CUDA contexts and the profiler's (~0.3 s, seen by another pair's GPU probe) when the runner
-        report.send(ready_to_warm=True)  # says no pair on this GPU is timed
-    job = read_message()
-    if warm_device and job and job.get("warm"):
+        report.send(judge_protocol.ReadyToWarm())  # says no pair on this GPU is timed
+    message = judge_protocol.next_from_runner()
+    if warm_device and isinstance(message, judge_protocol.Warm):
         start_up.mark("held")
         warm_up(warm_device, workers)
         start_up.mark("warm")
-        report.send(warmed=True)
-        job = read_message()
-    if not job:  # the run ended before it needed this judge
+        report.send(judge_protocol.Warmed())
+        message = judge_protocol.next_from_runner()
+    if not isinstance(message, judge_protocol.Job):  # End: the run ended before it needed this judge
         for worker in workers:
             worker.close()
         os._exit(0)
-    report.send(result=judge_pair(job, workers, helpers, report, start_up).to_dict())
+    report.send(judge_protocol.Outcome(judge_pair(message, workers, helpers, report, start_up).to_dict()))
     sys.stdout.flush()
     os._exit(0)  # skip CUDA IPC teardown races at interpreter exit
 
 
-def judge_pair(job: dict, workers: tuple, helpers: frozenset, report: "Reporter", start_up: "StartUp") -> Result:
+def judge_pair(message: judge_protocol.Job, workers: tuple, helpers: frozenset, report: "Reporter",
+               start_up: "StartUp") -> Result:
     """The pair's Result; a bug before the pair began still yields one (harness_error), never a silent pair."""
-    waited_s = max(0.0, time.time() - job.get("sent_at", time.time()))  # for a judge still starting up
-    report.send(workers=[w.proc.pid for w in workers])  # each leads its own process group
+    job, sent_at = message.job, message.sent_at
+    waited_s = max(0.0, time.time() - (sent_at or time.time()))  # for a judge still starting up
+    report.send(judge_protocol.Workers([w.proc.pid for w in workers]))  # each leads its own process group
     worker_threads = torch.get_num_threads()  # the workers, forked before, keep PyTorch's default
     if torch.device(job["device"]).type == "cpu":
         torch.set_num_threads(1)  # no thread of ours spins beside a timed call (judges.GPU_ENV)
     try:
         judge = PairJudge(job, workers, helpers, report)
-        judge.worker_threads = worker_threads
-        judge.result.phases_s = {"judge_start": round(waited_s, 3), **start_up.phases(job.get("sent_at"))}
+        judge.worker_threads, judge.gated = worker_threads, message.gated
+        judge.result.phases_s = {"judge_start": round(waited_s, 3), **start_up.phases(sent_at)}
         return judge.run()
     except Exception as exc:
         traceback.print_exc()
@@ -618,12 +622,6 @@ def warm_up(device: str, workers: tuple) -> None:
             print(f"warm-up failed: {type(exc).__name__}: {exc}", flush=True)
 
 
-def read_message() -> dict:
-    """The runner's next line on stdin, a JSON object ({} for an empty line: the run needs this judge no more)."""
-    line = sys.stdin.readline()
-    return json.loads(line) if line.strip() else {}
-
-
 def read_line_unbuffered(fd: int) -> str:
     """One line from a descriptor, a byte at a time: nothing after it is read ahead into our memory."""
     line = bytearray()
@@ -633,13 +631,13 @@ def read_line_unbuffered(fd: int) -> str:
 
 
 class Reporter:
-    """The judge's side of the runner's pipe: one JSON object per line, written whole."""
+    """The judge's side of the runner's pipe: one message (judge_protocol) a line, written whole."""
 
     def __init__(self, fd: int):
         self.fd = fd
 
-    def send(self, **message) -> None:
-        data = (json.dumps(message) + "\n").encode()
+    def send(self, message) -> None:
+        data = judge_protocol.encode(message).encode()
         while data:
             data = data[os.write(self.fd, data):]
 

@@ -9,14 +9,13 @@ import math
 import random
 import re
 import statistics
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from harness import check, procs, roofline, stats, timing
+from harness import check, judge_protocol, procs, roofline, stats, timing
 from harness.stats import median_abs_deviation, spread_pct
 from harness.clocks import ClockMonitor
 from harness.gpu_probe import GpuProbe, ProbeUnavailable
@@ -103,9 +102,9 @@ class PairTiming:
         under the same timing code in the same kind of process: an A/A pair must come out a tie.
         """
         with self.phase("timing_setup"):
-            if self.job.get("gated"):  # judges started ahead may be starting CUDA on this GPU: the runner
+            if self.judge.gated:  # judges started ahead may be starting CUDA on this GPU: the runner
                 with self.phase("timing_setup.turn"):  # says when they are done (and holds the next ones)
-                    sys.stdin.readline()
+                    judge_protocol.next_from_runner()
             self.share_one_cpu()
             self.prepare_both_sides()
         with self.phase("timing"):

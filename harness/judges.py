@@ -6,7 +6,6 @@ A judge writes one JSON line per stage it enters ({"stage": NAME}), one with its
 """
 from __future__ import annotations
 
-import json
 import os
 import queue
 import signal
@@ -17,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
-from harness import stages, stopping
+from harness import judge_protocol, stages, stopping
 from harness.judge_factory import FactoryGone, JudgeFactory
 from harness.records import Result, failure
 from harness.verdict import Status
@@ -83,18 +82,24 @@ class Judge:
         threading.Thread(target=self._read, daemon=True).start()
         threading.Thread(target=self._write, daemon=True).start()
         warm_device = device if warm and device and device.startswith("cuda") else None
-        self.write(json.dumps({"config": ctx.config, "warm_device": warm_device, "started_at": time.time()}) + "\n")
+        self.write(judge_protocol.encode(judge_protocol.Start(ctx.config, warm_device, time.time())))
 
     def _read(self) -> None:
         for line in self.proc.stdout:
-            if line.startswith('{"ready_to_warm"'):  # a judge started ahead, done with its CPU start-up
+            try:
+                message = judge_protocol.from_judge(line)
+            except ValueError as exc:  # run_judge says so: the pair is a harness_error
+                message = exc
+            if isinstance(message, judge_protocol.ReadyToWarm):  # a judge started ahead, done with its CPU start-up
                 self.on_ready_to_warm(self)
-            elif line.startswith('{"warmed"'):
+            elif isinstance(message, judge_protocol.Warmed):
                 self.warmed.set()
-            else:
-                self.lines.put(line)
+            elif message is not None:
+                self.lines.put(message)
         self.warmed.set()
         self.lines.put(None)  # end of output: the judge exited (or closed it)
+
+    # (self.lines holds the judge's messages, judge_protocol's, a ValueError for a line that was none, None at its end)
 
     def write(self, text: str, last: bool = False) -> None:
         """Queue a line for the judge's stdin; `last` closes stdin after it (the judge reads nothing after its
@@ -134,7 +139,7 @@ class Judge:
 
     def dismiss(self) -> None:
         """Let an unused judge go: an empty line tells it to stop its workers and exit."""
-        self.write("\n", last=True)
+        self.write(judge_protocol.encode(judge_protocol.End()), last=True)
         self.reap()
         self.log_path.unlink(missing_ok=True)
 
@@ -151,7 +156,7 @@ class JudgeStarter:
     on its GPU is past its correctness stage it waits; a pair entering its timing waits for the start-ups
     already under way (`hold_warm_ups`), and `release_warm_ups` lets the waiting ones go when it is done."""
 
-    WARM = json.dumps({"warm": True}) + "\n"
+    WARM = judge_protocol.encode(judge_protocol.Warm())
     WARM_WAIT_S = 60.0  # a start-up stuck longer than this is the GPU probe's to catch
 
     def __init__(self, ctx, devices: tuple, ahead: int, factory: bool = False):
@@ -265,34 +270,35 @@ class FollowedPair:
         self.deadlines = stages.stage_deadlines(cfg)
         self.gated = starter is not None and bool(starter.ahead) and judge.device is not None
         self.held = False  # warm-ups of judges ahead held for this pair's timing
-        judge.write(json.dumps({**job, "sent_at": time.time(), "gated": self.gated}) + "\n", last=not self.gated)
+        judge.write(judge_protocol.encode(judge_protocol.Job(job, time.time(), self.gated)), last=not self.gated)
         self.enter("start")
 
     def follow(self) -> Result:
         """The judge's lines until its Result, or the failure that ends the pair first."""
         while True:
             try:
-                line = self.judge.lines.get(timeout=max(self.deadlines[self.stage] - self.elapsed(), 0.0))
+                message = self.judge.lines.get(timeout=max(self.deadlines[self.stage] - self.elapsed(), 0.0))
             except queue.Empty:
                 self.judge.kill()
                 stopping.check()
                 return self.failed(Status.TIMEOUT, f"the judge was still in stage '{self.stage}' after its deadline "
                                                    f"of {self.deadlines[self.stage]:g} s and was stopped")
-            if line is None:
+            if message is None:
                 self.judge.reap()
                 stopping.check()  # killed because the run was stopped: this pair records nothing
                 return self.failed(Status.HARNESS_ERROR, f"the judge process died in stage '{self.stage}' "
                                                          f"({exit_reason(self.judge.proc.returncode)})")
-            message = parse_line(line)
-            if "result" in message:
-                result, exiting = Result.from_dict(message["result"]), time.monotonic()
+            if isinstance(message, ValueError):
+                raise message
+            if isinstance(message, judge_protocol.Outcome):
+                result, exiting = Result.from_dict(message.result), time.monotonic()
                 self.judge.reap()  # it exits right after its Result
                 result.phases_s = {**(result.phases_s or {}), "judge_exit": round(time.monotonic() - exiting, 3)}
                 return result
-            if message.get("stage") in self.deadlines:
-                self.enter(message["stage"])
-            elif isinstance(message.get("workers"), list):
-                self.judge.worker_groups = message["workers"]
+            if isinstance(message, judge_protocol.Stage) and message.name in self.deadlines:
+                self.enter(message.name)
+            elif isinstance(message, judge_protocol.Workers):
+                self.judge.worker_groups = message.pids
 
     def enter(self, stage: str) -> None:
         """The judge began `stage`: its deadline starts; a gated pair's timing holds the warm-ups of judges ahead."""
@@ -301,7 +307,7 @@ class FollowedPair:
         if self.gated and stage == "timing_setup":
             self.held = True
             self.starter.hold_warm_ups(self.judge.device)
-            self.judge.write("go\n", last=True)
+            self.judge.write(judge_protocol.encode(judge_protocol.Go()), last=True)
         elif self.held and stage == "finish":
             self.held = False
             self.starter.release_warm_ups(self.judge.device)
@@ -330,11 +336,3 @@ def exit_reason(code: Optional[int]) -> str:
         return ("exit code -9: killed, most likely by the out-of-memory killer; on a small machine shrink the problem "
                 "with --set")
     return f"exit code {code}"
-
-
-def parse_line(line: str) -> dict:
-    """One line of the judge's protocol (a JSON object)."""
-    message = json.loads(line)
-    if not isinstance(message, dict):
-        raise ValueError(f"expected a JSON object, got {line[:100]!r}")
-    return message

@@ -1,0 +1,40 @@
+"""The runner <-> judge wire (harness/judge_protocol.py): each message as its line and back, and lines that are none."""
+import pytest
+
+from harness import judge_protocol as p
+
+
+@pytest.mark.parametrize("message", [
+    p.Start({"trials": 3}, "cuda:0", 12.5), p.Start({}, None, 1.0), p.Warm(), p.Go(), p.End(),
+    p.Job({"problem": "sigmoid", "solution": "a", "secret": 7}, 3.25, True),
+    p.Job({"problem": "sigmoid", "config": {"trials": 3}, "warm": False}, 3.25, False),  # a job carries the config
+])
+def test_what_the_runner_sends_the_judge_reads(message):
+    line = p.encode(message)
+    assert line.endswith("\n") and line.count("\n") == 1
+    assert p.from_runner(line) == message
+
+
+@pytest.mark.parametrize("message", [
+    p.ReadyToWarm(), p.Warmed(), p.Workers([11, 12]), p.Stage("correctness"), p.Outcome({"status": "correct"}),
+])
+def test_what_the_judge_sends_the_runner_reads(message):
+    assert p.from_judge(p.encode(message)) == message
+
+
+def test_the_wire_is_what_it_was():
+    """Byte for byte the lines of before the module (a judge of one version and a runner of another still agree)."""
+    assert p.encode(p.Warm()) == '{"warm": true}\n' and p.encode(p.Go()) == "go\n" and p.encode(p.End()) == "\n"
+    assert p.encode(p.Stage("timing")) == '{"stage": "timing"}\n'
+    assert p.encode(p.Job({"problem": "x"}, 1.5, False)) == '{"problem": "x", "sent_at": 1.5, "gated": false}\n'
+
+
+def test_lines_that_are_no_message():
+    assert p.from_judge('{"something": "else"}') is None  # ignored, as before
+    assert p.from_judge('{"workers": "not a list"}') is None
+    with pytest.raises(ValueError):
+        p.from_judge("Traceback (most recent call last):")
+    with pytest.raises(ValueError):
+        p.from_judge("[1, 2]")
+    with pytest.raises(ValueError):
+        p.from_runner('{"what": 1}')
