@@ -11,7 +11,9 @@ What each process of the harness holds at its peak, every guarantee kept:
 - the reference's worker: its private copy of the timing inputs and its output (I + O + W).
 - the candidate's worker: its private copy of the timing inputs (I); everything else there is the candidate's own.
 Each process also holds its CUDA context (~0.5 GiB), and each judge started ahead three of them (judges_ahead): those
-are already taken from the free memory the pre-flight check sees.
+are already taken from the free memory the pre-flight check sees. Once per machine (and torch version), the first
+pair's judge measures the device's peaks after its timing (roofline.device_peaks: ~5 GiB for a moment, then handed
+back; where that memory is not free, that pair goes without a speed of light and a later one measures them).
 """
 from __future__ import annotations
 

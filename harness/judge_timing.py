@@ -439,7 +439,13 @@ class PairTiming:
     def record_roofline(self) -> None:
         """Percent of speed of light for both sides; a candidate faster than the floor is flagged."""
         r = self.result
-        peaks = roofline.device_peaks(self.device, self.judge.compute_dtype, Path(self.job["peaks_dir"]))
+        try:
+            peaks = roofline.device_peaks(self.device, self.judge.compute_dtype, Path(self.job["peaks_dir"]))
+        except torch.cuda.OutOfMemoryError:  # first measured beside a pair that fills the GPU: measured another time
+            release_cached_memory(self.device)
+            self.judge.note("no speed of light: the device's peaks could not be measured beside this pair (out of "
+                            "GPU memory); a later pair measures them")
+            return
         r.floor_ms = roofline.floor_ms(self.judge.bytes_moved, self.judge.flops, peaks)
         r.sol_pct, r.ref_sol_pct = roofline.sol_pct(r.floor_ms, r.new_ms), roofline.sol_pct(r.floor_ms, r.ref_ms)
         if r.new_ms < roofline.BELOW_FLOOR * r.floor_ms:

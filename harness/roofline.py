@@ -78,6 +78,8 @@ def device_peaks(device: torch.device, dtype: torch.dtype, cache_dir: Path) -> d
     label = str(dtype).removeprefix("torch.")
     if label not in cached:
         cached[label] = measure_peaks(device, dtype)
+        if device.type == "cuda":  # ~5 GiB of copies and matrices, once per machine: back to the device at once
+            torch.cuda.empty_cache()
         write_atomic(path, json.dumps(cached, indent=2, sort_keys=True))
     return cached[label]
 

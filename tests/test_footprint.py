@@ -157,3 +157,23 @@ def test_a_candidates_out_of_memory_is_its_own_only_beyond_its_allowance():
     assert hoarder.status == Status.RUNTIME_ERROR and "over its allowance of 25.0 GiB" in hoarder.error
     judge.sizes = None  # not sized: as raised
     assert PairJudge.worker_out_of_memory(judge, torch_message("1 GiB", "1 GiB")).status == Status.RUNTIME_ERROR
+
+
+def test_a_pair_that_leaves_no_room_to_measure_the_peaks_goes_without_a_speed_of_light(monkeypatch, tmp_path):
+    """The device's peaks are measured once per machine, after the first pair's timing (~5 GiB on a GPU): beside a
+    pair that fills the GPU that may run out of memory, which costs the pair its SOL figures and nothing else."""
+    from harness import roofline
+    from harness.judge_timing import PairTiming
+    from harness.records import Result
+
+    def no_room(*args):
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory")
+
+    monkeypatch.setattr(roofline, "device_peaks", no_room)
+    notes = []
+    pair = SimpleNamespace(result=Result(problem="p", solution="s", status=Status.CORRECT, new_ms=1.0, ref_ms=1.0),
+                           device=torch.device("cpu"), job={"peaks_dir": str(tmp_path)},
+                           judge=SimpleNamespace(compute_dtype=torch.float32, note=notes.append))
+    PairTiming.record_roofline(pair)
+    assert pair.result.sol_pct is None and pair.result.status == Status.CORRECT
+    assert notes and "no speed of light" in notes[0]
