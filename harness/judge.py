@@ -1,8 +1,8 @@
 """The trusted process of one pair: reference outputs, the worker, comparisons, guards and statistics.
 
 It imports the problem, never the candidate. Started by the runner (judges.py), or forked from the judge factory, it
-reads the run's config line and then its pair's job line on stdin, and writes its stages and its Result as JSON lines
-on the runner's pipe (main()).
+reads the runner's messages on stdin (the run's config, then its pair's job) and writes its stages and its Result on
+the runner's pipe (main(); the messages: judge_protocol.py).
 """
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from pathlib import Path
 import torch
 from torch.utils.flop_counter import FlopCounterMode  # imported ahead of the pair: it takes a while
 
-from harness import (channel, check, clocks, footprint, handover, judge_protocol, inputs as inputs_mod, problem_info, procs, roofline, semantics,
-                     stopping, timing)
+from harness import (channel, check, clocks, footprint, handover, inputs as inputs_mod, judge_protocol, problem_info,
+                     procs, roofline, semantics, stopping, timing)
 from harness.builds import build_failure, candidate_build_env
 from harness.config import PRECISIONS, tolerance_for
 from harness.judge_timing import PairTiming, release_cached_memory
@@ -126,10 +126,10 @@ class PairJudge:
         return (truth, drawn) if truth is not None else None
 
     def truth(self, inputs: list, seed: int | None, upcast: bool = True):
-        """The float64 ground truth of these inputs (float64 already unless upcast: then the list is emptied once the
-        float64 forward is done), as check.stored_truth keeps it;
-        None where the reference draws random numbers (float64 draws differ from float32 ones), the model has no
-        float64 form, or it does not fit in the device's free memory (the result's notes say so, once)."""
+        """The float64 ground truth of these inputs, as check.stored_truth keeps it (inputs already float64 unless
+        upcast; then the list is emptied once the float64 forward is done). None where the reference draws random
+        numbers (float64 draws differ from float32 ones), the model has no float64 form, or it does not fit in the
+        device's free memory (the result's notes say so, once)."""
         if not self.cfg["fp64_truth"] or self.random_reference:
             return None
         size = self.sizes

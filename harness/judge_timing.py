@@ -249,10 +249,11 @@ class PairTiming:
         with self.reference_side():  # one side at a time, as everything the workers run from here on
             ref_reply = self.ref_sandbox.request("trace", self.cfg["timeout"])
         new_reply = self.sandbox.request("trace", self.cfg["timeout"])
-        try:  # a profiler that cannot start (no CUPTI, say) leaves the flag unset; it blames no one
+        try:  # a profiler that cannot start (no CUPTI, say, or no memory for it) leaves the flag unset; it blames no one
             ref, new = self.expect_ok(ref_reply), self.expect_ok(new_reply)
         except Verdict as verdict:
-            if verdict.status in (Status.CRASH, Status.HARNESS_ERROR):
+            if verdict.status == Status.CRASH or (verdict.status == Status.HARNESS_ERROR
+                                                  and not re.search("out of memory", verdict.error or "", re.I)):
                 raise
             return False
         try:
