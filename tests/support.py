@@ -8,6 +8,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 FAST_CONFIG = FIXTURES / "fast.yaml"
+GOLDEN = FIXTURES / "reports"  # results.jsonl of a made-up run, and the boards made from it
+
+
+def golden_results() -> list:
+    """The golden run's Results."""
+    from harness.records import Result
+
+    return [Result.from_dict(json.loads(line)) for line in (GOLDEN / "results.jsonl").read_text().splitlines()]
 
 
 def cuda_available() -> bool:

@@ -185,3 +185,34 @@ def test_fingerprints_tell_outputs_apart_by_a_sample_of_their_bits():
     assert check.fingerprint(x) == check.fingerprint(x.clone())
     assert check.fingerprint(x) != check.fingerprint(torch.rand(1000, 100))
     assert check.fingerprint(x) != check.fingerprint(x.reshape(100, 1000))
+
+
+def test_the_stored_truth_is_float32_where_the_output_is_and_float64_where_it_is_float64():
+    truth = [torch.tensor([1 / 3], dtype=torch.float64), torch.tensor([1 / 3], dtype=torch.float64),
+             torch.tensor([3])]
+    stored = check.stored_truth(truth, (torch.float32, torch.float64, torch.int64))
+    assert [t.dtype for t in stored] == [torch.float32, torch.float64, torch.int64]
+    assert [t.dtype for t in check.stored_truth(truth, None)] == [torch.float64, torch.float64, torch.int64]
+    # The rounding is far inside float32's tolerance (1e-4): an exact float32 answer is no error against it.
+    error = check.truth_error(torch.tensor([1 / 3]), stored[0], 1e-4, 1e-4, 1 << 20)
+    assert error.worst == 0.0 and error.outside == 0
+
+
+def test_same_bits_compares_in_chunks():
+    a = torch.randn(1000)
+    b = a.clone()
+    assert check.same_bits(a, b, chunk=64)
+    b[999] = float("nan")
+    assert not check.same_bits(a, b, chunk=64)
+    nan = torch.full((10,), float("nan"))
+    assert check.same_bits(nan, nan.clone(), chunk=3)
+
+
+def test_chunked_reductions_match_the_whole_tensors():
+    """The judge's reductions over outputs go a chunk at a time (no output-sized float64 or int64 temporaries)."""
+    from harness import lint
+
+    x = torch.randn(1000)
+    assert lint.mean_of(x, chunk=64) == pytest.approx(float(x.double().mean()), abs=1e-12)
+    x[::7] = float("nan")
+    assert check.nan_count(x, chunk=64) == int(x.isnan().sum()) == 143
