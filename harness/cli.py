@@ -13,6 +13,7 @@ from datetime import datetime
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.live import Live
 from rich.table import Table
 
@@ -79,7 +80,8 @@ def run_parser() -> argparse.ArgumentParser:
 
 
 def fail(message: str) -> int:
-    Console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False)
+    """A user's error, as one line on stderr (never wrapped at the terminal's width: a log is grepped), and exit 2."""
+    Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {escape(message)}", highlight=False)
     return 2
 
 

@@ -121,6 +121,7 @@ def test_out_must_be_a_folder_and_results_there_need_resume(tmp_path):
     afile.write_text("x")
     out = run_cli(*base, "--out", str(afile))
     assert out.returncode == 2 and "is a file, not a folder" in out.stderr and "Traceback" not in out.stderr
+    assert out.stderr.strip().count("\n") == 0  # one line, however long the path
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "results.jsonl").write_text('{"problem": "fx_relu"}\n')
     out = run_cli(*base, "--out", str(tmp_path / "run"))
