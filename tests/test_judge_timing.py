@@ -1,0 +1,263 @@
+"""The judge's timing phase (harness/judge_timing.py), in parts that run without workers."""
+import contextlib
+import os
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from harness import procs
+
+from harness.judge_timing import PairTiming
+from harness.verdict import Status, Verdict
+
+
+def traced(failure: Verdict):
+    """A PairTiming whose candidate's trace request ends in `failure` (the reference's traces fine)."""
+    def expect_ok(reply):
+        if reply == "candidate":
+            raise failure
+        return {"ops": ["aten::sigmoid"], "kernels": []}
+
+    return SimpleNamespace(reference_side=contextlib.nullcontext, cfg={"timeout": 1}, expect_ok=expect_ok,
+                           ref_sandbox=SimpleNamespace(request=lambda op, timeout: "reference"),
+                           sandbox=SimpleNamespace(request=lambda op, timeout: "candidate"),
+                           device=torch.device("cpu"), result=SimpleNamespace(backend=None))
+
+
+def test_a_trace_that_fails_leaves_the_flag_unset_unless_the_worker_crashed():
+    """The runtime trace is best-effort: a profiler that cannot start, or runs out of GPU memory (its share of the
+    candidate's worker judged within the allowance: a harness_error), blames no one; a crash ends the pair."""
+    for failure in (Verdict(Status.RUNTIME_ERROR, "forward raised RuntimeError: CUPTI unavailable"),
+                    Verdict(Status.HARNESS_ERROR, "forward raised OutOfMemoryError: CUDA out of memory. ... "
+                                                  "not the candidate's doing")):
+        assert PairTiming.uses_only_reference_ops(traced(failure)) is False
+    for failure in (Verdict(Status.CRASH, "the worker died"), Verdict(Status.HARNESS_ERROR, "the judge's own bug")):
+        with pytest.raises(Verdict):
+            PairTiming.uses_only_reference_ops(traced(failure))
+
+
+def tamper_check(ref_judged, new_judged, samples_ms=0.1):
+    """judge_timing.timer_disagrees on made-up rounds: perf_counter samples, no cache flush."""
+    from harness.judge_timing import Requests, timer_disagrees
+
+    samples = [samples_ms] * len(ref_judged)
+    return timer_disagrees(Requests(samples, ref_judged, "perf_counter", 1),
+                           Requests(samples, new_judged, "perf_counter", 1), cold_cache=False, flush_ms=0.0)
+
+
+def test_tamper_check_cancels_load_that_both_sides_of_a_round_meet():
+    import random
+
+    rng = random.Random(0)
+    load = [rng.choice([0.0, 0.0, 0.8, 1.5]) for _ in range(20)]  # bursts on the host, the same for a round
+    ref = [0.3 + extra + rng.uniform(0, 0.05) for extra in load]
+    new = [0.3 + extra + rng.uniform(0, 0.05) for extra in load]
+    new[::2] = [t + 0.7 for t in new[::2]]  # ... and half the rounds slower for the candidate alone
+    assert not tamper_check(ref, new)
+
+
+def test_tamper_check_sees_time_hidden_in_most_rounds():
+    ref = [0.3 + 0.01 * (i % 5) for i in range(20)]
+    hidden = [t + (0.9 if i % 5 else 0.0) for i, t in enumerate(ref)]  # a forged clock hides 0.9 ms in 80% of rounds
+    assert tamper_check(ref, hidden)
+    assert not tamper_check(ref, [t + 0.05 for t in ref])  # 0.05 ms: within the slack
+
+
+def test_tamper_check_refuses_a_method_or_batch_the_timer_never_chooses():
+    from harness.judge_timing import Requests, timer_disagrees
+
+    honest = Requests([0.1] * 10, [0.3] * 10, "perf_counter", 1)
+    assert timer_disagrees(honest, Requests([0.1] * 10, [0.3] * 10, "stopwatch", 1), False, 0.0)
+    assert timer_disagrees(honest, Requests([0.1] * 10, [0.3] * 10, "perf_counter", 10**9), False, 0.0)
+    assert not timer_disagrees(honest, honest, False, 0.0)
+
+
+def test_tamper_check_sees_a_worker_claim_more_time_than_passed():
+    from harness.judge_timing import Requests, timer_disagrees
+
+    ref = Requests([0.1] * 10, [0.3] * 10, "perf_counter", 1)
+    assert timer_disagrees(ref, Requests([5.0] * 10, [0.3] * 10, "perf_counter", 1), False, 0.0)
+
+
+def test_a_flush_the_judge_overestimates_for_both_sides_is_no_tampering():
+    """Both sides' requests take 2.2 ms for a 0.1 ms call and a flush the workers make in 2.0 ms; the judge, timing a
+    flush itself, says 2.4 ms. Each side then seems to claim 0.3 ms more than passed: alike, so no worker forged."""
+    from harness.judge_timing import Requests, timer_disagrees
+
+    side = Requests([0.1] * 10, [2.2] * 10, "perf_counter", 1)
+    assert not timer_disagrees(side, side, cold_cache=True, flush_ms=2.4)
+    assert timer_disagrees(side, Requests([1.5] * 10, [2.2] * 10, "perf_counter", 1), cold_cache=True, flush_ms=2.4)
+
+
+def test_tamper_check_sees_a_clock_slowed_20x_whose_hidden_time_varies():
+    """patches_the_timer on a loaded host: each call really takes 2-8 ms, the worker reports 1/20 of it. The
+    hidden time varies call to call by more than its own median's distance from the slack: the spread of the
+    median, not of one round, is what may excuse it."""
+    import random
+
+    from harness.judge_timing import Requests, timer_disagrees
+
+    rng = random.Random(1)
+    real = [rng.choice([2.0, 4.0, 8.0]) + rng.uniform(0, 0.5) for _ in range(14)]
+    overhead = [0.3 + rng.choice([0.0, 0.0, 0.0, 1.5]) for _ in range(14)]  # load bursts, the same for both sides
+    ref = Requests([0.15] * 14, [0.15 + o for o in overhead], "perf_counter", 1)
+    new = Requests([t / 20 for t in real], [t + o for t, o in zip(real, overhead)], "perf_counter", 1)
+    assert timer_disagrees(ref, new, cold_cache=False, flush_ms=0.0)
+
+
+class SideTimers:
+    """A PairTiming whose sides' methods are set, and whose workers' re-preparations are recorded."""
+
+    def __new__(cls, ref: str, new: str, again: dict):
+        from types import SimpleNamespace
+        import contextlib
+
+        from harness.judge_timing import PairTiming
+
+        pair = PairTiming.__new__(PairTiming)
+        pair.result = SimpleNamespace(ref_timer=ref, ref_batch=None if ref == "cuda_event" else 8, new_timer=new,
+                                      new_batch=None if new == "cuda_event" else 8)
+        pair.sandbox, pair.ref_sandbox, pair.calls = "new", "ref", []
+        pair.reference_side = contextlib.nullcontext
+
+        def prepare_again(sandbox, allow_graph=False, batched=False, batch=None, windows=None):
+            if windows is not None:
+                pair.calls.append((sandbox, allow_graph, "windows", windows))
+                return getattr(pair.result, f"{sandbox}_timer"), windows
+            if batch is not None:
+                pair.calls.append((sandbox, allow_graph, "batch", batch))
+                return getattr(pair.result, f"{sandbox}_timer"), batch
+            pair.calls.append((sandbox, allow_graph, batched))
+            return again[(sandbox, allow_graph)], 8
+
+        pair.prepare_again = prepare_again
+        return pair
+
+
+@pytest.mark.parametrize("ref, new, again, calls, methods", [
+    # a reference timed alone (a disturbed warm-up) against a graph: batched, graphs allowed
+    ("cuda_event", "cuda_graph", {("ref", True): "cuda_graph"}, [("ref", True, True)], ("cuda_graph", "cuda_graph")),
+    # a candidate timed alone against batched events: batched events too
+    ("batched_events", "cuda_event", {("new", False): "batched_events"}, [("new", False, True)],
+     ("batched_events", "batched_events")),
+    # forced into batching, the candidate's call cannot be captured: the reference gives up its graph
+    ("cuda_graph", "cuda_event", {("new", True): "batched_events", ("ref", False): "batched_events"},
+     [("new", True, True), ("ref", False, False)], ("batched_events", "batched_events")),
+    ("cuda_event", "cuda_event", {}, [], ("cuda_event", "cuda_event")),  # both alone: nothing to do
+])
+def test_both_sides_are_timed_the_same_way(ref, new, again, calls, methods):
+    pair = SideTimers(ref, new, again)
+    pair.same_method_both_sides()
+    assert pair.calls == calls and (pair.result.ref_timer, pair.result.new_timer) == methods
+
+
+@pytest.mark.parametrize("method, ref_batch, new_batch, calls", [
+    ("cuda_graph", 12, 8, [("ref", True, "batch", 8)]),  # the reference re-captured with the candidate's batch
+    ("batched_events", 6, 9, [("new", False, "batch", 6)]),
+    ("cuda_graph", 8, 8, []),  # already the same
+])
+def test_batched_sides_time_the_same_number_of_calls_a_window(method, ref_batch, new_batch, calls):
+    pair = SideTimers(method, method, {})
+    pair.result.ref_batch, pair.result.new_batch = ref_batch, new_batch
+    pair.same_method_both_sides()
+    assert pair.calls == calls
+    assert pair.result.ref_batch == pair.result.new_batch == min(ref_batch, new_batch)
+
+
+def test_a_candidate_timed_in_single_windows_takes_as_many_a_sample_as_the_reference():
+    pair = SideTimers("cuda_event", "cuda_event", {})
+    chosen = {"ref": ("cuda_event", 5)}  # the reference's worker chose 5 windows a sample
+
+    def prepare_side(reference, **how):
+        side = "ref" if reference else "new"
+        pair.calls.append((side, how))
+        method, batch = chosen[side] if reference else ("cuda_event", how.get("windows"))
+        setattr(pair.result, f"{side}_timer", method), setattr(pair.result, f"{side}_batch", batch)
+
+    pair.prepare_side = prepare_side
+    pair.prepare_sides()
+    assert pair.calls == [("ref", {"allow_graph": True}), ("new", {"allow_graph": True, "windows": 5})]
+    assert pair.result.ref_batch == pair.result.new_batch == 5
+    chosen["ref"] = ("cuda_graph", 12)  # a batched reference: no windows for the candidate's worker
+    pair.calls, pair.same_method_both_sides = [], lambda: None
+    pair.prepare_sides()
+    assert pair.calls[1] == ("new", {"allow_graph": True, "windows": None})
+
+
+RESOLUTIONS = {"timing_resolution_pct": 0.5, "batched_resolution_pct": 1.0, "cpu_resolution_pct": 2.0,
+               "host_bound_resolution_pct": 1.5, "host_bound_spread_pct": 8.0}
+
+
+def test_graph_timed_and_cpu_pairs_take_resolutions_of_their_own():
+    from harness.judge_timing import resolution_pct
+
+    cfg = RESOLUTIONS
+    assert resolution_pct(cfg, "cuda_graph") == resolution_pct(cfg, "batched_events") == 1.0
+    assert resolution_pct(cfg, "cuda_event") == 0.5 and resolution_pct(cfg, "perf_counter") == 2.0
+
+
+def test_each_sides_window_follows_its_own_copy_of_the_rounds_inputs():
+    """Both sides' inputs are copied in right before their own window, never both before the round (which made the
+    candidate's inputs always the last written)."""
+    import contextlib
+    from types import SimpleNamespace
+
+    from harness.judge_timing import PairTiming
+
+    requests = []
+
+    class FakeWorker:
+        def __init__(self, name):
+            self.name, self.last_request_ms = name, 1.0
+            self.outbox = SimpleNamespace(copies=lambda values: list(values))
+            self.proc = SimpleNamespace(pid=os.getpid())
+
+        def request(self, op, timeout, **kwargs):
+            requests.append((self.name, op))
+            return [0.5, 0.6] if op == "time" else {}
+
+    pair = PairTiming.__new__(PairTiming)
+    pair.cfg = {"min_rounds": 10, "max_rounds": 30, "max_timing_s": 30.0, "target_ci_pct": 1.0, "cpu_target_ci_pct": 3.0,
+                "min_timing_s": 0.0,
+                "timeout": 5.0, "gpu_probe_ms": 0.0, "interference_rounds": 3, "cold_cache": False,
+                "launch_lead_us": 0.0, "compile_baseline": False}
+    pair.device, pair.job = torch.device("cpu"), {"secret": 7}
+    pair.result = SimpleNamespace(rounds_discarded=None, ref_wall_ms=[], new_wall_ms=[], flags=[], gpu_wait_ms=None,
+                                  timed_outputs_checked=None, judge_wall_ms=None, ref_batch=1, ref_timer="perf_counter")
+    pair.ref_sandbox, pair.sandbox = FakeWorker("ref"), FakeWorker("new")
+    pair.judge = SimpleNamespace(make_inputs=lambda seed, wide: [torch.full((4,), float(seed))],
+                                 ref_schedule=procs.Schedule.read(os.getpid()), random_reference=False)
+    pair.reference_side = contextlib.nullcontext
+    pair.phase = lambda name: contextlib.nullcontext()
+    pair.expect_ok, pair.hand_over = (lambda reply: reply), (lambda: None)
+    pair.check_timed_output = lambda index: None
+    pair.record_timing = lambda ref_ms, new_ms, tight, clocks: None
+    pair.time_disagrees = lambda *args: False
+    pair.time_rounds()
+    timed = [i for i, (_, op) in enumerate(requests) if op == "time"]
+    assert len(timed) >= 20
+    assert all(requests[i - 1] == (requests[i][0], "refresh_timing_inputs") for i in timed)
+    firsts = {requests[i][0] for i in timed[::2]}
+    assert firsts == {"ref", "new"}  # the order within a round is still random
+
+
+def test_a_pair_bound_by_the_host_takes_the_host_bound_resolution():
+    from harness.judge_timing import resolution_pct
+    from harness.stats import spread_pct
+
+    cfg = RESOLUTIONS
+    steady, launch_bound = [1.0, 1.01, 0.99, 1.0, 1.02], [3.0, 3.6, 2.7, 3.1, 4.2, 2.9]
+    assert spread_pct(steady) < 8.0 <= spread_pct(launch_bound)
+    assert resolution_pct(cfg, "cuda_event", spread_pct(steady)) == 0.5
+    assert resolution_pct(cfg, "cuda_event", spread_pct(launch_bound)) == 1.5
+    assert resolution_pct(cfg, "cuda_graph", spread_pct(launch_bound)) == 1.5
+    assert resolution_pct(cfg, "perf_counter", spread_pct(launch_bound)) == 2.0  # never narrower than the method's
+
+
+def test_the_cpu_aims_at_a_ci_of_its_own():
+    from harness.judge_timing import target_pct
+
+    cfg = {"target_ci_pct": 1.0, "cpu_target_ci_pct": 3.0}
+    assert target_pct(cfg, "perf_counter") == 3.0
+    assert target_pct(cfg, "cuda_event") == target_pct(cfg, "cuda_graph") == 1.0

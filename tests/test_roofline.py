@@ -1,0 +1,28 @@
+"""Speed of light (harness/roofline.py): the floor, and the device's peaks measured once."""
+import torch
+
+from harness import roofline
+
+
+def test_roofline_floor_and_sol():
+    peaks = {"copy_gbps": 1000.0, "matmul_tflops": 10.0}
+    assert roofline.floor_ms(2_000_000_000, 0, peaks) == 2.0  # 2 GB at 1000 GB/s
+    assert roofline.floor_ms(0, 10**12, peaks) == 100.0  # 1 TFLOP at 10 TFLOP/s: 0.1 s
+    assert roofline.sol_pct(2.0, 4.0) == 50.0 and roofline.sol_pct(2.0, None) is None
+
+
+def test_peaks_are_measured_in_the_dtype_the_pair_computes_in():
+    """Never in an integer dtype: an argmax's int64 output said nothing of its float inputs, and CUDA has no
+    int64 matmul to measure (KernelBench's 51_Argmax crashed on the GPU for it)."""
+    floats16, ints = torch.ones(2, dtype=torch.float16), torch.ones(2, dtype=torch.int64)
+    assert roofline.compute_dtype([ints], [], [ints]) == torch.float32
+    assert roofline.compute_dtype([ints, floats16], [], [ints]) == torch.float16
+    assert roofline.compute_dtype([ints], [torch.ones(1, dtype=torch.bfloat16)], [floats16]) == torch.bfloat16
+
+
+def test_peaks_are_measured_once_and_cached(tmp_path):
+    first = roofline.device_peaks(torch.device("cpu"), torch.float32, tmp_path)
+    assert first["copy_gbps"] > 0 and first["matmul_tflops"] > 0
+    (cached,) = tmp_path.iterdir()
+    cached.write_text(cached.read_text().replace(str(first["copy_gbps"]), "123.0"))
+    assert roofline.device_peaks(torch.device("cpu"), torch.float32, tmp_path)["copy_gbps"] == 123.0
