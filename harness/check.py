@@ -50,9 +50,16 @@ def items(out) -> list:
 
 def chunks(a: torch.Tensor, b: torch.Tensor, size: int):
     """Matching flat slices of two same-shaped tensors, so temporaries stay small."""
-    a, b = a.reshape(-1), b.reshape(-1)
-    for start in range(0, a.numel(), size):
-        yield start, a[start:start + size], b[start:start + size]
+    b = b.reshape(-1)
+    for start, piece in slices(a, size):
+        yield start, piece, b[start:start + size]
+
+
+def slices(x: torch.Tensor, size: int):
+    """(start, flat slice) of one tensor, `size` elements each."""
+    flat = x.reshape(-1)
+    for start in range(0, flat.numel(), size):
+        yield start, flat[start:start + size]
 
 
 def compare(ref: torch.Tensor, new: torch.Tensor, atol: float, rtol: float, chunk: int) -> Comparison:
@@ -274,8 +281,7 @@ def aliases_input(outputs: list, shared: list, originals: list) -> bool:
 def nan_count(x: torch.Tensor, chunk: int = 1 << 24) -> int:
     """NaNs in x, `chunk` elements at a time (a whole 6 GiB output's isnan().sum() made 13.5 GiB of temporaries: a
     bool mask and its int64 cast)."""
-    flat = x.reshape(-1)
-    return int(sum(torch.count_nonzero(flat[i:i + chunk].isnan()) for i in range(0, flat.numel(), chunk)))
+    return int(sum(torch.count_nonzero(piece.isnan()) for _, piece in slices(x, chunk)))
 
 
 def as_float64(values: list) -> list:

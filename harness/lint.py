@@ -78,9 +78,8 @@ def mean_of(ref: torch.Tensor, chunk: int = 1 << 24) -> float:
     12 GiB copy, the judge's peak on the H100)."""
     if not ref.is_floating_point() or not ref.numel():
         return 0.0
-    flat = ref.reshape(-1)
-    total = sum(flat[i:i + chunk].sum(dtype=torch.float64) for i in range(0, flat.numel(), chunk))
-    return float(total) / flat.numel()
+    total = sum(piece.sum(dtype=torch.float64) for _, piece in check.slices(ref, chunk))
+    return float(total) / ref.numel()
 
 
 def would_pass(ref: torch.Tensor, value: float, cfg: dict, problem: str) -> bool:

@@ -33,6 +33,12 @@ def call_on_meta(module, mode=None, dtype=None) -> tuple[list, object]:
     """The problem's inputs and its Model's output for them, as meta tensors (shapes and dtypes, no data); `mode`
     (a FlopCounterMode, say) is entered around the call; dtype (--precision) casts float inputs and the weights.
     Raises what the problem raises there."""
+    inputs, _, out = run_on_meta(module, mode, dtype)
+    return inputs, out
+
+
+def run_on_meta(module, mode=None, dtype=None) -> tuple[list, object, object]:
+    """call_on_meta's inputs and output, and the model that made it."""
     with torch.device("meta"):
         inputs = list(module.get_inputs())
         model = module.Model(*init_inputs(module))
@@ -40,7 +46,7 @@ def call_on_meta(module, mode=None, dtype=None) -> tuple[list, object]:
             inputs = cast_floats(inputs, dtype)
             model = model.to(dtype) if isinstance(model, torch.nn.Module) else model
         with mode or contextlib.nullcontext(), torch.no_grad():
-            return inputs, model(*inputs)
+            return inputs, model, model(*inputs)
 
 
 @dataclass(frozen=True)
@@ -56,9 +62,7 @@ class Sizes:
 def sizes(module, dtype=None) -> Optional[Sizes]:
     """The problem's Sizes, or None when it cannot run on the meta device (it is then run as it is, unsized)."""
     try:
-        with torch.device("meta"):
-            model = module.Model(*init_inputs(module))
-        inputs, out = call_on_meta(module, dtype=dtype)
+        inputs, model, out = run_on_meta(module, dtype=dtype)  # the weights in --precision's dtype too
     except Exception:
         return None
     weights = list(model.parameters()) + list(model.buffers()) if isinstance(model, torch.nn.Module) else []

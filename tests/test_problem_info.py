@@ -32,3 +32,10 @@ def test_a_problem_that_cannot_run_on_the_meta_device_is_not_sized_and_runs_as_i
                              get_init_inputs=lambda: [])
     assert problem_info.sizes(module) is None
     assert problem_info.memory_shortfall(None, "", {}, 0) is None
+
+
+def test_weights_are_sized_in_the_dtype_the_run_casts_them_to():
+    path = ROOT / "tests" / "fixtures" / "problems" / "fx_linear.py"
+    module = load_module(path.read_text(), str(path), "problem_module", {})
+    full, half = problem_info.sizes(module), problem_info.sizes(module, torch.float16)
+    assert full.weights > 0 and half.weights * 2 == full.weights and half.inputs * 2 == full.inputs
