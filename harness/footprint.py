@@ -17,7 +17,11 @@ back; where that memory is not free, that pair goes without a speed of light and
 """
 from __future__ import annotations
 
+import re
+
 from harness.problem_info import Sizes, gib
+
+OUT_OF_MEMORY = re.compile(r"OutOfMemoryError|out of memory", re.I)  # an error message that is one
 
 SLACK = 2**30  # allocator rounding, cuBLAS and cuDNN workspaces: once per pair, once for the candidate
 
@@ -67,6 +71,13 @@ def candidate_allowance(size: Sizes) -> int:
     reference's size holds (its inputs, output and weights), plus the slack. Sigmoid with three full-size temporaries
     beside its output holds 4 outputs' worth: within it."""
     return 2 * (size.inputs + size.outputs + size.weights) + SLACK
+
+
+def candidates_own(size: Sizes, held: int) -> tuple[int, int, bool]:
+    """The out-of-memory rule: of what the candidate's worker held (or held and asked for), (its own, beyond the
+    harness's share there; its allowance; whether it is over the allowance, so the shortage is its doing)."""
+    own, allowance = held - candidate_share(size), candidate_allowance(size)
+    return own, allowance, own > allowance
 
 
 def pair_need(size: Sizes) -> tuple[int, str]:

@@ -32,7 +32,7 @@ from harness.verdict import Status, Verdict
 from harness.procs import adopt_orphans, children, kill_orphans, make_undumpable, my_children
 from harness.sandbox import Sandbox, WorkerFailure
 
-OUT_OF_MEMORY = re.compile(r"OutOfMemoryError|out of memory", re.I)
+OUT_OF_MEMORY = footprint.OUT_OF_MEMORY
 # Messages that mean "this needs a GPU", not "this is broken", when running on the CPU.
 NO_CUDA = re.compile(r"not compiled with CUDA|CUDA_HOME|no CUDA GPUs|NVIDIA driver|cuda_runtime|nvcc|"
                      r"Cannot access accelerator|CUDA (driver|runtime|support|is not available)", re.I)
@@ -256,9 +256,8 @@ class PairJudge:
         demand = oom_demand(message)
         if demand is None or self.sizes is None:  # torch's figures or the problem's sizes missing: as it was raised
             return Verdict(Status.RUNTIME_ERROR, message)
-        own = demand - footprint.candidate_share(self.sizes)
-        allowance = footprint.candidate_allowance(self.sizes)
-        if own > allowance:
+        own, allowance, its_doing = footprint.candidates_own(self.sizes, demand)
+        if its_doing:
             return Verdict(Status.RUNTIME_ERROR, f"{message} (it held and asked for {gib(own)} of its own, over its "
                                                  f"allowance of {gib(allowance)})")
         return Verdict(Status.HARNESS_ERROR, f"{message} (it held and asked for {gib(own)} of its own, within its "
@@ -316,11 +315,10 @@ class PairJudge:
             return Verdict(Status.HARNESS_ERROR, f"{message} (the candidate's share of the GPU could not be measured, "
                                                  f"so it is not blamed)")
         candidate, reference = held
-        own = candidate - footprint.candidate_share(self.sizes)
-        allowance = footprint.candidate_allowance(self.sizes)
+        own, allowance, its_doing = footprint.candidates_own(self.sizes, candidate)
         figures = (f"the candidate's worker held {gib(candidate)} ({gib(own)} its own; allowance {gib(allowance)}), "
                    f"the reference's {gib(reference)}, this judge {gib(reserved_here(self.device))}")
-        if own > allowance:
+        if its_doing:
             return Verdict(Status.RUNTIME_ERROR, f"{figures} when the harness ran out of GPU memory: {message}")
         return Verdict(Status.HARNESS_ERROR, f"{message} ({figures}: not the candidate's doing)")
 

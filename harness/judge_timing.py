@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from harness import check, judge_protocol, procs, roofline, stats, timing
+from harness import check, footprint, judge_protocol, procs, roofline, stats, timing
 from harness.stats import median_abs_deviation, spread_pct
 from harness.clocks import ClockMonitor
 from harness.gpu_probe import GpuProbe, ProbeUnavailable
@@ -253,7 +253,7 @@ class PairTiming:
             ref, new = self.expect_ok(ref_reply), self.expect_ok(new_reply)
         except Verdict as verdict:
             if verdict.status == Status.CRASH or (verdict.status == Status.HARNESS_ERROR
-                                                  and not re.search("out of memory", verdict.error or "", re.I)):
+                                                  and not footprint.OUT_OF_MEMORY.search(verdict.error or "")):
                 raise
             return False
         try:
