@@ -65,15 +65,11 @@ def process_name(pid: int) -> str:
 
 
 def hold_gpu_memory(cap_gib: float):
-    """A process holding all but cap_gib of GPU 0 (the total, as NVML sees it): the harness's processes see a smaller
-    card. Returns the process (kill it at the end)."""
-    code = ("import sys, time, torch\n"
-            "free, total = torch.cuda.mem_get_info(0)\n"
-            f"hold = int(total - {cap_gib} * 2**30) - (total - free)\n"
-            "block = torch.empty(max(hold, 0), dtype=torch.uint8, device='cuda:0')\n"
-            "print('held', block.numel(), flush=True)\n"
-            "time.sleep(1e6)\n")
-    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    """A process holding all but cap_gib of GPU 0 (bench/hold_gpu.py): the harness's processes see a smaller card.
+    Returns the process (kill it at the end) and the bytes it holds."""
+    first_gpu = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0]
+    holder = subprocess.Popen([sys.executable, str(Path(__file__).with_name("hold_gpu.py")), "--gib", str(cap_gib)],
+                              stdout=subprocess.PIPE, text=True, env={**os.environ, "CUDA_VISIBLE_DEVICES": first_gpu})
     line = holder.stdout.readline()
     if not line.startswith("held"):
         raise SystemExit(f"the holder failed: {line!r}")

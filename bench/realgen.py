@@ -160,7 +160,8 @@ def kb_one(args) -> None:
     speedup = result.ref_runtime / result.runtime if result.runtime > 0 and result.ref_runtime > 0 else None
     print(json.dumps({"compiled": result.compiled, "correct": result.correctness, "runtime_ms": result.runtime,
                       "ref_runtime_ms": result.ref_runtime, "speedup": speedup, "metadata": meta,
-                      "peak_mem_mb": round(torch.cuda.max_memory_allocated() / 2**20, 1)}))
+                      "peak_mem_mb": round(torch.cuda.max_memory_allocated() / 2**20, 1),
+                      "peak_reserved_mb": round(torch.cuda.max_memory_reserved() / 2**20, 1)}))
 
 
 def load_kernelbench():

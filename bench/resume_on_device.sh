@@ -1,6 +1,8 @@
 #!/bin/bash
 # One call's share of a KernelBench A/A sweep on a lent GPU machine, resumed from the results of earlier calls.
 #   bench/resume_on_device.sh NAME SECONDS [kernelbench_aa.py args...]
+# With CAP_GIB=N, bench/hold_gpu.py holds all but N GiB of each visible GPU for the sweep (issue 37's capped runs);
+# KB=DIR is KernelBench's problem folder (default .kernelbench/KernelBench, carried).
 # Reads bench/results/NAME-results.jsonl if present (the earlier calls' results, as --resume continues from them)
 # and bench/results/NAME-sizes.json (--small's sizes, chosen by the first call: the same pairs on every machine),
 # runs bench/kernelbench_aa.py on .kernelbench/KernelBench (carried) for at most SECONDS, and leaves the results
@@ -14,7 +16,13 @@ if [ -f "$carried" ] && [ "$(wc -l < "$carried")" -gt "$( [ -f "$here" ] && wc -
     cp "$carried" "$here"
 fi
 [ -f "bench/results/$name-sizes.json" ] && [ ! -f ".kbrun-$name/sizes.json" ] && cp "bench/results/$name-sizes.json" ".kbrun-$name/sizes.json"
-timeout "$seconds" python3 bench/kernelbench_aa.py .kernelbench/KernelBench --out ".kbrun-$name" "$@" > "$OUT/$name.log" 2>&1
+if [ -n "$CAP_GIB" ]; then
+    python3 bench/hold_gpu.py --gib "$CAP_GIB" > ".kbrun-$name/held" & holder=$!
+    until grep -q ready ".kbrun-$name/held" || ! kill -0 $holder 2>/dev/null; do sleep 1; done
+    echo "$name: capped to $CAP_GIB GiB a GPU, held bytes: $(tr '\n' ' ' < ".kbrun-$name/held")"
+fi
+timeout "$seconds" python3 bench/kernelbench_aa.py "${KB:-.kernelbench/KernelBench}" --out ".kbrun-$name" "$@" > "$OUT/$name.log" 2>&1
+[ -n "$holder" ] && kill $holder
 cp ".kbrun-$name/run/results.jsonl" "$OUT/$name-results.jsonl"
 [ -f ".kbrun-$name/sizes.json" ] && cp ".kbrun-$name/sizes.json" "$OUT/$name-sizes.json"
 [ -f ".kbrun-$name/pairs.csv" ] && cp ".kbrun-$name/pairs.csv" "$OUT/$name-pairs.csv"

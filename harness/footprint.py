@@ -10,8 +10,10 @@ What each process of the harness holds at its peak, every guarantee kept:
   reference's output for a timed-output check (2I + O).
 - the reference's worker: its private copy of the timing inputs and its output (I + O + W).
 - the candidate's worker: its private copy of the timing inputs (I); everything else there is the candidate's own.
-Each process also holds its CUDA context (~0.5 GiB), and each judge started ahead three of them (judges_ahead): those
-are already taken from the free memory the pre-flight check sees. Once per machine (and torch version), the first
+Each process also holds its CUDA context (~0.5 GiB), and each judge started ahead three of them (judges_ahead), ~1.9
+GiB on the H100: beside a pair that crowds the GPU (crowds_the_gpu) none starts CUDA, and those that had are replaced
+by judges that have not (judges.JudgeStarter.make_room); beside any other pair they are taken from the free memory its
+pre-flight check sees. Once per machine (and torch version), the first
 pair's judge measures the device's peaks after its timing (roofline.device_peaks: ~5 GiB for a moment, then handed
 back; where that memory is not free, that pair goes without a speed of light and a later one measures them).
 """
@@ -24,6 +26,7 @@ from harness.problem_info import Sizes, gib
 OUT_OF_MEMORY = re.compile(r"OutOfMemoryError|out of memory", re.I)  # an error message that is one
 
 SLACK = 2**30  # allocator rounding, cuBLAS and cuDNN workspaces: once per pair, once for the candidate
+CROWDED_SHARE = 0.25  # a pair that needs more of the GPU than this keeps the judges ahead of it off CUDA
 
 
 def stages(size: Sizes) -> dict:
@@ -86,3 +89,9 @@ def pair_need(size: Sizes) -> tuple[int, str]:
     return least(size) + candidate_room(size), (
         f"the harness's {gib(least(size))} at the least (its budget {gib(harness(size))}) and room for a candidate of "
         f"the reference's size, {gib(candidate_room(size))}: harness/footprint.py")
+
+
+def crowds_the_gpu(need: int, device_total: int) -> bool:
+    """Whether a pair needing `need` bytes (pair_need) crowds a GPU of `device_total` bytes: there the judges ahead's
+    contexts (~1.9 GiB each on the H100) count, and their start-up (~0.75 s) is small beside the pair's own time."""
+    return need > CROWDED_SHARE * device_total

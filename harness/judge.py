@@ -25,7 +25,7 @@ from harness.builds import build_failure, candidate_build_env
 from harness.config import PRECISIONS, tolerance_for
 from harness.judge_timing import PairTiming, release_cached_memory
 from harness.judge_trials import Trials
-from harness.problem_info import free_memory, gib
+from harness.problem_info import free_memory, gib, total_memory
 from harness.load import load_module
 from harness.records import Result, failure, one_line
 from harness.verdict import Status, Verdict
@@ -177,6 +177,9 @@ class PairJudge:
                                                   free_memory(self.device), need)
         if shortfall:
             raise Verdict(Status.SKIPPED, shortfall)
+        if self.device.type == "cuda" and self.sizes is not None and self.report is not None:
+            needed, total = need(self.sizes)[0], total_memory(self.device)
+            self.report.send(judge_protocol.Footprint(needed >> 20, total >> 20, footprint.crowds_the_gpu(needed, total)))
 
     # -- the candidate side ------------------------------------------------------------------------
 

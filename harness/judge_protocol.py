@@ -1,10 +1,12 @@
 """The runner <-> judge wire: the one place its messages are defined, written and read (channel.py is the judge <->
 worker one). One message a line. The runner writes to the judge's stdin: Start, then Warm (a judge started ahead may
 start CUDA), then Job, then Go at a gated pair's timing, or End (the run needs this judge no more). The judge writes
-to its report pipe: ReadyToWarm, Warmed, Workers, a Stage as each begins, and last Outcome (its Result).
+to its report pipe: ReadyToWarm, Warmed, Workers, a Stage as each begins, Footprint once it has sized a GPU pair, and last
+Outcome (its Result).
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from dataclasses import dataclass
@@ -65,6 +67,15 @@ class Stage:
 
 
 @dataclass(frozen=True)
+class Footprint:
+    """What a GPU pair needs (footprint.pair_need) and whether that crowds the GPU (footprint.crowds_the_gpu): then
+    no judge ahead may hold CUDA contexts beside it."""
+    need_mb: int
+    device_mb: int
+    crowded: bool
+
+
+@dataclass(frozen=True)
 class Outcome:
     """The pair's Result, as records.Result.to_dict() writes it."""
     result: dict
@@ -80,6 +91,8 @@ def encode(message) -> str:
         fields = {**message.job, "sent_at": message.sent_at, "gated": message.gated}
     elif isinstance(message, Start):
         fields = {"config": message.config, "warm_device": message.warm_device, "started_at": message.started_at}
+    elif isinstance(message, Footprint):
+        fields = {"footprint": dataclasses.asdict(message)}
     else:
         field = FIELDS.get(type(message))
         fields = {KEYS[type(message)]: getattr(message, field) if field else True}
@@ -87,7 +100,7 @@ def encode(message) -> str:
 
 
 KEYS = {Outcome: "result", ReadyToWarm: "ready_to_warm", Warmed: "warmed", Stage: "stage", Workers: "workers",
-        Warm: "warm"}  # (in the order a line is recognised)
+        Footprint: "footprint", Warm: "warm"}  # (in the order a line is recognised)
 FIELDS = {Workers: "pids", Stage: "name", Outcome: "result"}
 
 
@@ -121,6 +134,8 @@ def from_judge(line: str):
         if key in fields and kind is not Warm:
             if kind is Workers and not isinstance(fields[key], list):
                 return None
+            if kind is Footprint:
+                return Footprint(int(fields[key]["need_mb"]), int(fields[key]["device_mb"]), bool(fields[key]["crowded"]))
             return kind(fields[key]) if kind in FIELDS else kind()
     return None
 

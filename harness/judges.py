@@ -79,6 +79,7 @@ class Judge:
         self.on_ready_to_warm = on_ready_to_warm
         self.warmed = threading.Event()  # its warm-up (asked for with WARM) is over, or it is gone
         self.taken = False  # given a pair: no WARM may follow the job on its stdin
+        self.warm_sent = False  # told to start CUDA
         threading.Thread(target=self._read, daemon=True).start()
         threading.Thread(target=self._write, daemon=True).start()
         warm_device = device if warm and device and device.startswith("cuda") else None
@@ -147,26 +148,32 @@ class Judge:
 class JudgeStarter:
     """Starts judge processes, ahead of their pairs on GPU runs: each imports torch and starts its two
     workers while the pair before it runs there, so that a pair does not wait for any of that. `ahead`
-    judges wait per GPU. (Not on the CPU, where a process starting up would disturb the timings of the pair
-    that runs.)
+    judges wait per GPU, never more than the run has pairs left to judge (`pairs`). (Not on the CPU, where a
+    process starting up would disturb the timings of the pair that runs.)
 
-    Their CUDA and profiler start-ups (~0.3 s of GPU, bench/warmup_probe.py) show in a pair's timing
-    windows (the GPU probe drops those rounds: 9 of 10 15 us A/A pairs on the H100 lost rounds, 2 were
-    flagged `interference`). So a judge ahead asks before it starts them (`ready_to_warm`): while a pair
-    on its GPU is past its correctness stage it waits; a pair entering its timing waits for the start-ups
-    already under way (`hold_warm_ups`), and `release_warm_ups` lets the waiting ones go when it is done."""
+    A judge ahead asks before it starts CUDA and the profiler (`ready_to_warm`): their start-ups (~0.3 s of GPU,
+    bench/warmup_probe.py) show in a pair's timing windows (the GPU probe drops those rounds: 9 of 10 15 us A/A
+    pairs on the H100 lost rounds, 2 were flagged `interference`), and their contexts (three a judge, ~1.9 GiB on
+    the H100) take memory from the pair. So on a GPU where a pair runs, start-ups wait (`hold_warm_ups`) until
+    the pair has said it leaves room (a Footprint that does not crowd the GPU: `release_warm_ups`), and again from
+    its timing (which waits for those under way) to its end. A pair that crowds the GPU holds them to its end,
+    and the judges ahead that had started CUDA make room for it (`make_room`)."""
 
     WARM = judge_protocol.encode(judge_protocol.Warm())
     WARM_WAIT_S = 60.0  # a start-up stuck longer than this is the GPU probe's to catch
 
-    def __init__(self, ctx, devices: tuple, ahead: int, factory: bool = False):
+    def __init__(self, ctx, devices: tuple, ahead: int, factory: bool = False, pairs: Optional[int] = None):
         self.ctx, self.ahead, self.count = ctx, ahead, 0
+        self.left = len(devices) * ahead if pairs is None else pairs  # pairs yet to take a judge
         self.lock = threading.Lock()
         self.use_factory, self.factory = factory, None  # judges forked from a factory process, started with the first
-        self.timing: set = set()  # devices with a pair past its correctness stage
-        self.held: dict = {}  # device: judges ready to warm up, waiting for that pair to end
+        self.holding: set = set()  # devices where no judge ahead may start CUDA now
+        self.held: dict = {}  # device: judges ready to warm up, waiting for that device's pair
         self.warming: dict = {}  # device: judges told to warm up
-        self.ready = {device: [self.start(device) for _ in range(ahead)] for device in devices}
+        self.ready = {device: [] for device in devices}
+        for n in range(min(len(devices) * ahead, self.left)):
+            device = devices[n % len(devices)]
+            self.ready[device].append(self.start(device))
 
     def start(self, device: Optional[str], ahead: bool = True) -> Judge:
         """A judge process, given the run's config; its log is renamed after its pair once it has one."""
@@ -182,45 +189,69 @@ class JudgeStarter:
                      on_ready_to_warm=self.let_warm, factory=self.factory)
 
     def let_warm(self, judge: Judge) -> None:
-        """A judge ahead may start CUDA now, unless a pair on its GPU is timed (then it waits for its end)."""
+        """A judge ahead may start CUDA now, unless its GPU's pair holds start-ups (then it waits for their release)."""
         with self.lock:
             if judge.taken:  # its pair began first: it starts CUDA itself, untimed
                 return
-            if judge.device in self.timing:
+            if judge.device in self.holding:
                 self.held.setdefault(judge.device, []).append(judge)
                 return
-            self.warming.setdefault(judge.device, []).append(judge)
-            judge.write(self.WARM)
+            self.warm(judge)
 
-    def hold_warm_ups(self, device: str) -> float:
-        """A pair on `device` is about to be timed: no start-up may begin, and those under way must end;
-        the seconds waited."""
+    def warm(self, judge: Judge) -> None:
+        """(under the lock)"""
+        self.warming.setdefault(judge.device, []).append(judge)
+        judge.warm_sent = True
+        judge.write(self.WARM)
+
+    def hold_warm_ups(self, device: str, wait: bool = True) -> float:
+        """No start-up may begin on `device`; with `wait` (a pair about to be timed there), those under way must
+        end: the seconds waited."""
         started = time.monotonic()
         with self.lock:
-            self.timing.add(device)
-            under_way = self.warming.pop(device, [])
+            self.holding.add(device)
+            under_way = self.warming.pop(device, []) if wait else []
         for judge in under_way:
             judge.warmed.wait(max(0.0, self.WARM_WAIT_S - (time.monotonic() - started)))
         return time.monotonic() - started
 
     def release_warm_ups(self, device: str) -> None:
-        """The pair on `device` is no longer timed: let the judges that waited start CUDA."""
+        """The pair on `device` leaves room, or is no longer timed, or is over: the judges that waited start CUDA."""
         with self.lock:
-            self.timing.discard(device)
-            waiting = [judge for judge in self.held.pop(device, []) if not judge.taken]
-            self.warming.setdefault(device, []).extend(waiting)
-            for judge in waiting:
-                judge.write(self.WARM)
+            self.holding.discard(device)
+            for judge in self.held.pop(device, []):
+                if not judge.taken:
+                    self.warm(judge)
+
+    def make_room(self, device: str) -> None:
+        """The pair on `device` crowds it: the judges ahead there that started CUDA are let go (their contexts with
+        them) and others started in their place, which wait for the pair's end."""
+        with self.lock:
+            self.holding.add(device)
+            waiting = self.ready.get(device, [])
+            crowding = [judge for judge in waiting if judge.warm_sent]
+            self.ready[device] = [judge for judge in waiting if not judge.warm_sent]
+            self.warming.pop(device, None)
+        for judge in crowding:
+            threading.Thread(target=judge.dismiss, daemon=True).start()
+            replacement = self.start(device)
+            with self.lock:
+                self.ready[device].append(replacement)
 
     def take(self, device: str) -> Judge:
-        """A started judge for this device (and another one started in its place, unless the run was stopped)."""
+        """A started judge for this device (and another one started in its place while the run has pairs for it,
+        unless the run was stopped). Start-ups on the device wait until the pair says it leaves room."""
         stopping.check()
         with self.lock:
+            self.left -= 1
             waiting = self.ready.get(device, [])
             taken = waiting.pop(0) if waiting else None
             if taken is not None:
                 taken.taken = True
-        if self.ahead:
+            if self.ahead:
+                self.holding.add(device)
+            more = self.ahead and sum(map(len, self.ready.values())) < self.left
+        if more:
             replacement = self.start(device)
             with self.lock:
                 self.ready.setdefault(device, []).append(replacement)
@@ -269,7 +300,7 @@ class FollowedPair:
         self.job, self.judge, self.stem, self.on_stage, self.starter = job, judge, stem, on_stage, starter
         self.deadlines = stages.stage_deadlines(cfg)
         self.gated = starter is not None and bool(starter.ahead) and judge.device is not None
-        self.held = False  # warm-ups of judges ahead held for this pair's timing
+        self.held = self.gated  # warm-ups of judges ahead held for this pair (take() began it)
         judge.write(judge_protocol.encode(judge_protocol.Job(job, time.time(), self.gated)), last=not self.gated)
         self.enter("start")
 
@@ -297,11 +328,14 @@ class FollowedPair:
                 return result
             if isinstance(message, judge_protocol.Stage) and message.name in self.deadlines:
                 self.enter(message.name)
+            elif isinstance(message, judge_protocol.Footprint) and self.held:
+                self.sized(message)
             elif isinstance(message, judge_protocol.Workers):
                 self.judge.worker_groups = message.pids
 
     def enter(self, stage: str) -> None:
-        """The judge began `stage`: its deadline starts; a gated pair's timing holds the warm-ups of judges ahead."""
+        """The judge began `stage`: its deadline starts; a gated pair's timing holds the warm-ups of judges ahead
+        (if its footprint had not) and its end releases them."""
         self.stage, self.started = stage, time.monotonic()
         self.on_stage(stage)
         if self.gated and stage == "timing_setup":
@@ -309,6 +343,14 @@ class FollowedPair:
             self.starter.hold_warm_ups(self.judge.device)
             self.judge.write(judge_protocol.encode(judge_protocol.Go()), last=True)
         elif self.held and stage == "finish":
+            self.held = False
+            self.starter.release_warm_ups(self.judge.device)
+
+    def sized(self, footprint: judge_protocol.Footprint) -> None:
+        """The pair's need is known: the judges ahead may start CUDA beside it, or, if it crowds the GPU, make room."""
+        if footprint.crowded:
+            self.starter.make_room(self.judge.device)
+        else:
             self.held = False
             self.starter.release_warm_ups(self.judge.device)
 

@@ -111,6 +111,11 @@ def free_memory(device: torch.device) -> int:
     return 0
 
 
+def total_memory(device: torch.device) -> int:
+    """The GPU's bytes in all."""
+    return torch.cuda.get_device_properties(device).total_memory
+
+
 def gib(size: float) -> str:
     """Bytes as GiB, for messages."""
     return f"{size / 2**30:.1f} GiB"

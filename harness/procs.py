@@ -10,6 +10,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness import clocks
+
 
 def make_undumpable(dumpable: bool = False) -> None:
     """prctl(PR_SET_DUMPABLE, 0): this process's /proc/<pid>/mem, environ and fd become root's only, so a
@@ -276,10 +278,11 @@ def continue_all(pids) -> None:
 
 
 def cpu_for_gpu(index: int) -> int:
-    """The CPU that the workers of a pair on GPU `index` share for its timing: one per GPU (the first CPU left to the
-    rest of the machine), so that pairs timed at once on different GPUs never share one while there are enough."""
+    """The CPU that the workers of a pair on GPU `index` (torch's) share for its timing: one per physical GPU (the
+    first CPU left to the rest of the machine), so that pairs timed at once on different GPUs never share one while
+    there are enough, also when each run was given its GPU by CUDA_VISIBLE_DEVICES (then both see it as cuda:0)."""
     cpus = sorted(os.sched_getaffinity(0))
-    return cpus[(index + 1) % len(cpus)]
+    return cpus[(clocks.nvml_index(index) + 1) % len(cpus)]
 
 
 def share_one_cpu(pids, cpu: int) -> bool:

@@ -44,7 +44,7 @@ def test_a_gpu_pair_that_cannot_fit_is_skipped_with_the_figures_and_the_sizes_to
 
     path = ROOT / "problems" / "sigmoid.py"
     judge = SimpleNamespace(device=torch.device("cuda", 0), sizes=sigmoid_sizes(), problem_source=path.read_text(),
-                            job={"overrides": {}})
+                            job={"overrides": {}}, report=None)
     monkeypatch.setattr(judge_mod, "free_memory", lambda device: 40 << 30)  # a 40 GiB card, say
     with pytest.raises(Verdict) as raised:
         judge_mod.PairJudge.check_memory(judge)
@@ -64,6 +64,22 @@ def test_a_gpu_pair_that_cannot_fit_is_skipped_with_the_figures_and_the_sizes_to
     judge.sizes = sigmoid_sizes(batch_size=256)
     monkeypatch.setattr(judge_mod, "free_memory", lambda device: 8 << 30)
     judge_mod.PairJudge.check_memory(judge)  # shrunk with --set: fits an 8 GiB card
+
+
+def test_a_gpu_pair_says_what_it_needs_and_whether_that_crowds_the_gpu(monkeypatch):
+    """The Footprint that keeps the judges ahead off CUDA beside a pair needing over a quarter of the GPU."""
+    from harness import judge as judge_mod
+
+    sent = []
+    path = ROOT / "problems" / "sigmoid.py"
+    judge = SimpleNamespace(device=torch.device("cuda", 0), sizes=sigmoid_sizes(), problem_source=path.read_text(),
+                            job={"overrides": {}}, report=SimpleNamespace(send=sent.append))
+    monkeypatch.setattr(judge_mod, "free_memory", lambda device: 79 << 30)
+    monkeypatch.setattr(judge_mod, "total_memory", lambda device: 80 << 30)
+    judge_mod.PairJudge.check_memory(judge)  # the full-size sigmoid: 44 GiB of 80
+    judge.sizes = sigmoid_sizes(batch_size=256)  # 0.4 GiB a tensor
+    judge_mod.PairJudge.check_memory(judge)
+    assert [(m.need_mb >> 10, m.device_mb >> 10, m.crowded) for m in sent] == [(44, 80, True), (4, 80, False)]
 
 
 def test_the_least_is_never_more_than_the_budget():

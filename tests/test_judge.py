@@ -138,7 +138,7 @@ def test_a_pair_with_judges_ahead_waits_for_the_runners_go_before_its_timing(tmp
     finally:
         starter.close()
     assert result.status == "correct" and result.speedup is not None, result.error
-    assert "timing_setup.turn" in result.phases_s and starter.timing == set()
+    assert "timing_setup.turn" in result.phases_s and starter.holding == set()
 
 
 def test_a_warm_up_that_fails_in_the_judge_still_reads_each_workers_word(monkeypatch):

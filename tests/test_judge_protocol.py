@@ -17,6 +17,7 @@ def test_what_the_runner_sends_the_judge_reads(message):
 
 @pytest.mark.parametrize("message", [
     p.ReadyToWarm(), p.Warmed(), p.Workers([11, 12]), p.Stage("correctness"), p.Outcome({"status": "correct"}),
+    p.Footprint(45056, 81559, True), p.Footprint(12, 81559, False),
 ])
 def test_what_the_judge_sends_the_runner_reads(message):
     assert p.from_judge(p.encode(message)) == message

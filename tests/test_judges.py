@@ -108,13 +108,13 @@ def test_a_judge_ahead_warms_up_at_once_when_no_pair_is_timed(tmp_path, monkeypa
 def test_a_judge_ahead_waits_out_a_timed_pair_and_the_pair_waits_for_warm_ups_under_way(tmp_path, monkeypatch):
     starter = starter_of(tmp_path, monkeypatch, ahead=0)
     starter.ahead = 1
-    starter.timing.add("cuda:0")  # a pair is being timed on the GPU
+    starter.holding.add("cuda:0")  # a pair is being timed on the GPU
     held = starter.start("cuda:0")
     wait_for(lambda: starter.held.get("cuda:0") == [held])  # it asked, and was held
     time.sleep(0.3)
     assert lines_sent(held) == [] and not held.warmed.is_set()
     starter.release_warm_ups("cuda:0")  # the pair's timing is over
-    assert "cuda:0" not in starter.timing
+    assert "cuda:0" not in starter.holding
     waited = starter.hold_warm_ups("cuda:0")  # the next pair's timing waits for that warm-up
     assert held.warmed.is_set() and 0.1 < waited < 30, waited
     assert lines_sent(held) == ['{"warm": true}']
@@ -124,7 +124,7 @@ def test_a_judge_ahead_waits_out_a_timed_pair_and_the_pair_waits_for_warm_ups_un
 def test_a_judge_taken_for_a_pair_before_it_warmed_up_is_never_told_to(tmp_path, monkeypatch):
     starter = starter_of(tmp_path, monkeypatch, ahead=0)
     starter.ahead = 1
-    starter.timing.add("cuda:0")
+    starter.holding.add("cuda:0")
     judge = starter.start("cuda:0")
     wait_for(lambda: starter.held.get("cuda:0") == [judge])
     judge.taken = True  # what take() does
@@ -132,6 +132,76 @@ def test_a_judge_taken_for_a_pair_before_it_warmed_up_is_never_told_to(tmp_path,
     judge.write('{"problem": "p"}\n', last=True)
     assert judge.proc.wait(30) == 0
     assert lines_sent(judge) == ['{"problem": "p"}']
+
+
+def test_no_more_judges_are_started_than_the_run_has_pairs(tmp_path, monkeypatch):
+    """A one-pair run starts one judge: a judge ahead for no pair would only hold three CUDA contexts."""
+    monkeypatch.setattr(judges, "Judge", Ahead)
+    starter = judges.JudgeStarter(SimpleNamespace(config={}, run_dir=tmp_path, device="cuda:0"), ("cuda:0",),
+                                  ahead=2, pairs=1)
+    assert len(starter.ready["cuda:0"]) == 1
+    taken = starter.take("cuda:0")
+    assert starter.ready["cuda:0"] == [] and starter.count == 1
+    taken.dismiss()
+    starter.close()
+
+
+def test_a_pair_holds_start_ups_until_its_footprint_leaves_room(tmp_path, monkeypatch):
+    starter = starter_of(tmp_path, monkeypatch, ahead=1)
+    first = starter.ready["cuda:0"][0]
+    starter.left = 2  # two pairs: the first's judge is replaced by one ahead
+    assert starter.take("cuda:0") is first
+    (ahead,) = starter.ready["cuda:0"]
+    wait_for(lambda: starter.held.get("cuda:0") == [ahead])  # the pair has not said what it needs
+    assert not ahead.warm_sent
+    starter.release_warm_ups("cuda:0")  # a Footprint that leaves room
+    assert ahead.warmed.wait(30)
+    first.dismiss()
+    starter.close()
+
+
+def test_a_pair_that_crowds_the_gpu_has_the_judges_ahead_that_started_cuda_replaced(tmp_path, monkeypatch):
+    starter = starter_of(tmp_path, monkeypatch, ahead=2)  # two pairs, two judges: both warm up at once
+    first, second = starter.ready["cuda:0"]
+    assert first.warmed.wait(30) and second.warmed.wait(30)
+    assert starter.take("cuda:0") is first and starter.ready["cuda:0"] == [second]
+    starter.make_room("cuda:0")  # the first pair's Footprint crowds the GPU
+    second.proc.wait(30)  # let go, and its contexts with it
+    (replacement,) = starter.ready["cuda:0"]
+    assert replacement is not second
+    wait_for(lambda: starter.held.get("cuda:0") == [replacement])  # it waits for the pair's end
+    time.sleep(0.2)
+    assert not replacement.warm_sent and not replacement.warmed.is_set()
+    starter.release_warm_ups("cuda:0")
+    assert replacement.warmed.wait(30)
+    first.dismiss()
+    starter.close()
+
+
+class Starter:
+    """Records what a followed pair asks of the judge starter."""
+    ahead = 1
+
+    def __init__(self):
+        self.calls = []
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: self.calls.append(name) or 0.0
+
+
+def test_a_followed_pair_acts_on_its_footprint(tmp_path):
+    for crowded, expected in ((True, ["make_room", "hold_warm_ups", "release_warm_ups"]),
+                              (False, ["release_warm_ups", "hold_warm_ups", "release_warm_ups"])):
+        footprint = json.dumps({"footprint": {"need_mb": 45056, "device_mb": 81559, "crowded": crowded}})
+        result = json.dumps({"result": {"problem": "p", "solution": "s", "status": "correct"}})
+        judge = fake_judge(tmp_path, f"print({footprint!r}, flush=True)\n"
+                                     'print(json.dumps({"stage": "timing_setup"}), flush=True)\n'
+                                     'sys.stdin.readline()\n'  # go
+                                     'print(json.dumps({"stage": "finish"}), flush=True)\n'
+                                     f"print({result!r}, flush=True)")
+        judge.device, starter = "cuda:0", Starter()
+        assert judges.run_judge(JOB, judge, config(), tmp_path, "p__s", starter=starter).status == "correct"
+        assert starter.calls == expected, (crowded, starter.calls)
 
 
 # -- the judge factory: judges forked from a process that imported torch once ---------------------------------------
