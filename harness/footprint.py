@@ -69,17 +69,18 @@ def candidate_room(size: Sizes) -> int:
     return size.outputs + size.weights + SLACK
 
 
-def candidate_allowance(size: Sizes) -> int:
+def candidate_allowance(size: Sizes, reference_call: int = 0) -> int:
     """The memory a candidate may hold of its own before an out-of-memory is its doing: twice what a call of the
-    reference's size holds (its inputs, output and weights), plus the slack. Sigmoid with three full-size temporaries
-    beside its output holds 4 outputs' worth: within it."""
-    return 2 * (size.inputs + size.outputs + size.weights) + SLACK
+    reference's size holds (its inputs, weights, and its output or, if larger, what the reference's own call was
+    measured to allocate: `reference_call`, its temporaries and workspaces), plus the slack. Sigmoid with three
+    full-size temporaries beside its output holds 4 outputs' worth: within it."""
+    return 2 * (size.inputs + size.weights + max(size.outputs, reference_call)) + SLACK
 
 
-def candidates_own(size: Sizes, held: int) -> tuple[int, int, bool]:
+def candidates_own(size: Sizes, held: int, reference_call: int = 0) -> tuple[int, int, bool]:
     """The out-of-memory rule: of what the candidate's worker held (or held and asked for), (its own, beyond the
     harness's share there; its allowance; whether it is over the allowance, so the shortage is its doing)."""
-    own, allowance = held - candidate_share(size), candidate_allowance(size)
+    own, allowance = held - candidate_share(size), candidate_allowance(size, reference_call)
     return own, allowance, own > allowance
 
 

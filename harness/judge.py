@@ -57,6 +57,8 @@ class PairJudge:
         self.ref_schedule = None  # procs.Schedule
         self.truth_model = None
         self.sizes = None  # problem_info.Sizes, from the meta device (load_reference)
+        self.reference_call_peak = 0  # GPU bytes a reference call allocated beyond its inputs and weights (measured_call)
+        self.peak_reserved = 0  # this process's peak before measured_call reset torch's
         self.on_reference_side = False  # inside reference_side(): a worker's failure there is the reference's
         self.gated = False  # the runner says when to time (judge_protocol.Go): judges ahead may be starting CUDA
         self.constructed_buffers = {}
@@ -95,21 +97,43 @@ class PairJudge:
         drew random numbers (random_reference). FLOPs counted on request: FlopCounterMode's first use imports
         torch._dynamo, seconds of CPU, so only pairs that reach timing, and the run's first for each problem, pay."""
         try:
-            if watch_rng:
-                with semantics.RandomDraws(self.device, seed) as draws:
-                    out = semantics.call(self.model, inputs)
-                self.random_reference = draws.drawn
-                return out
-            if not count_flops:
-                return semantics.call(self.model, inputs, seed)
-            with FlopCounterMode(display=False) as counter:
-                out = semantics.call(self.model, inputs, seed)
-            self.flops = counter.get_total_flops()
-            return out
+            with self.measured_call():
+                return self.reference_call(inputs, seed, count_flops, watch_rng)
         except torch.cuda.OutOfMemoryError:
             raise  # whose memory it was is decided in run()
         except Exception as exc:
             raise self.problem_failed("its forward", exc) from None
+
+    def reference_call(self, inputs: list, seed: int | None, count_flops: bool, watch_rng: bool):
+        """reference()'s call itself."""
+        if watch_rng:
+            with semantics.RandomDraws(self.device, seed) as draws:
+                out = semantics.call(self.model, inputs)
+            self.random_reference = draws.drawn
+            return out
+        if not count_flops:
+            return semantics.call(self.model, inputs, seed)
+        with FlopCounterMode(display=False) as counter:
+            out = semantics.call(self.model, inputs, seed)
+        self.flops = counter.get_total_flops()
+        return out
+
+    @contextlib.contextmanager
+    def measured_call(self):
+        """A reference call's own peak GPU memory, beyond what was allocated before it (its output, temporaries and
+        workspaces): the candidate's allowance counts it (a cuDNN convolution of KernelBench's took 17.5 GiB of
+        workspace in an A/A candidate's worker, which the problem's sizes alone allowed 1.8 GiB)."""
+        if self.device.type != "cuda":
+            yield
+            return
+        self.peak_reserved = max(self.peak_reserved, torch.cuda.max_memory_reserved(self.device))
+        torch.cuda.reset_peak_memory_stats(self.device)
+        before = torch.cuda.memory_allocated(self.device)
+        try:
+            yield
+        finally:
+            peak = torch.cuda.max_memory_allocated(self.device) - before
+            self.reference_call_peak = max(self.reference_call_peak, peak)
 
     def truth_first(self, trial: int, wide: bool, seed: int | None):
         """The trial's float64 truth (the reference model in float64, check.stored_truth) and a fingerprint of the
@@ -254,18 +278,18 @@ class PairJudge:
 
     def worker_out_of_memory(self, message: str) -> Verdict:
         """A worker's call ran out of GPU memory: the candidate's runtime_error when what it held and asked for, less
-        the harness's share of its worker, exceeds its allowance (footprint.candidate_allowance); within it, the
-        device had no room for an honest candidate beside the harness: harness_error, never the candidate's."""
+        the harness's share of its worker, exceeds its allowance (footprint.candidate_allowance, with the reference's
+        measured call); within it, the device had no room for an honest candidate beside the harness: skipped."""
         demand = oom_demand(message)
         if demand is None or self.sizes is None:  # torch's figures or the problem's sizes missing: as it was raised
             return Verdict(Status.RUNTIME_ERROR, message)
-        own, allowance, its_doing = footprint.candidates_own(self.sizes, demand)
+        own, allowance, its_doing = footprint.candidates_own(self.sizes, demand, self.reference_call_peak)
         if its_doing:
             return Verdict(Status.RUNTIME_ERROR, f"{message} (it held and asked for {gib(own)} of its own, over its "
                                                  f"allowance of {gib(allowance)})")
-        return Verdict(Status.HARNESS_ERROR, f"{message} (it held and asked for {gib(own)} of its own, within its "
-                                             f"allowance of {gib(allowance)}: the GPU had no room for it beside the "
-                                             f"harness; not the candidate's doing)")
+        return too_small(self, f"{message} (it held and asked for {gib(own)} of its own, within its allowance of "
+                              f"{gib(allowance)}: the GPU had no room for it beside the harness)")
+
 
     def run_candidate(self, shared: list, ref_out, seed: int) -> dict:
         """One candidate call on the shared inputs, the RNG seeded as for the reference's call; its reply,
@@ -309,21 +333,21 @@ class PairJudge:
     def blame_for_memory(self, message: str) -> Verdict | None:
         """The verdict when the judge or the reference's worker ran out of GPU memory: the candidate's runtime_error
         when its worker held more of its own (beyond the harness's share there, footprint.candidate_share) than its
-        allowance (footprint.candidate_allowance), else harness_error, with the figures; None when the message is no
-        GPU out-of-memory."""
+        allowance (footprint.candidate_allowance), else skipped (too_small), with the figures; None when the message is
+        no GPU out-of-memory."""
         if self.device.type != "cuda" or not OUT_OF_MEMORY.search(message):
             return None
         held = clocks.gpu_memory_of_groups(self.device.index or 0, [self.sandbox.proc.pid, self.ref_sandbox.proc.pid])
         if held is None or self.sizes is None:  # NVML cannot say per process here, or the problem was not sized
-            return Verdict(Status.HARNESS_ERROR, f"{message} (the candidate's share of the GPU could not be measured, "
-                                                 f"so it is not blamed)")
+            return too_small(self, f"{message} (the candidate's share of the GPU could not be measured, so it is not "
+                                  f"blamed)")
         candidate, reference = held
-        own, allowance, its_doing = footprint.candidates_own(self.sizes, candidate)
+        own, allowance, its_doing = footprint.candidates_own(self.sizes, candidate, self.reference_call_peak)
         figures = (f"the candidate's worker held {gib(candidate)} ({gib(own)} its own; allowance {gib(allowance)}), "
                    f"the reference's {gib(reference)}, this judge {gib(reserved_here(self.device))}")
         if its_doing:
             return Verdict(Status.RUNTIME_ERROR, f"{figures} when the harness ran out of GPU memory: {message}")
-        return Verdict(Status.HARNESS_ERROR, f"{message} ({figures}: not the candidate's doing)")
+        return too_small(self, f"{message} ({figures})")
 
     # -- correctness (judge_trials.Trials) --------------------------------------------------------
 
@@ -421,9 +445,18 @@ class PairJudge:
         with self.phase("finish.orphans"):
             self.result.orphans_killed = kill_orphans(self.helpers) or None  # processes the workers left behind
         dump_memory_history(self.device, f"{self.job['problem']}__{self.job['solution']}")
-        self.result.peak_mem_mb = {"judge": round(timing.peak_memory_mb(self.device), 1),
+        peak_mb = max(self.peak_reserved / 2**20, timing.peak_memory_mb(self.device)) if self.device.type == "cuda" \
+            else timing.peak_memory_mb(self.device)
+        self.result.peak_mem_mb = {"judge": round(peak_mb, 1),
                                    "worker": reported_peak(infos.get("candidate")),
                                    "reference_worker": reported_peak(infos.get("reference"))}
+
+
+def too_small(judge: PairJudge, message: str) -> Verdict:
+    """A GPU out of memory that is not the candidate's doing: this device cannot judge the pair at these sizes
+    (skipped, as the pre-flight check would have, had it known the forward's temporaries), never harness_error."""
+    return Verdict(Status.SKIPPED, f"the GPU ran out of memory, not by the candidate's doing: {message}; "
+                                   f"{problem_info.shrink_hint(judge.problem_source, judge.job['overrides'])}")
 
 
 MEMORY_HISTORY = "HARNESS_MEMORY_HISTORY"  # a folder: each judge's GPU memory history goes there (bench/memory_footprint.py)

@@ -93,12 +93,17 @@ def memory_shortfall(size: Optional[Sizes], source: str, overrides: dict, availa
     needed, how = need(size)
     if needed <= available:
         return None
+    return (f"needs over {gib(needed)} of memory (inputs {gib(size.inputs)}, output {gib(size.outputs)}, {how}), "
+            f"{gib(available)} available here: {shrink_hint(source, overrides)}")
+
+
+def shrink_hint(source: str, overrides: dict) -> str:
+    """'shrink the problem with --set', with the problem's integer size constants as this run has them."""
     constants = module_constants(source)
     constants.update({name: value for name, value in overrides.items() if name in constants})
     shrink = ", ".join(f"{name}={value}" for name, value in constants.items()
                        if isinstance(value, int) and not isinstance(value, bool))
-    return (f"needs over {gib(needed)} of memory (inputs {gib(size.inputs)}, output {gib(size.outputs)}, {how}), "
-            f"{gib(available)} available here: shrink the problem with --set" + (f" (its sizes: {shrink})" if shrink else ""))
+    return "shrink the problem with --set" + (f" (its sizes: {shrink})" if shrink else "")
 
 
 def free_memory(device: torch.device) -> int:

@@ -128,11 +128,20 @@ def test_a_candidates_out_of_memory_is_its_own_only_beyond_its_allowance():
 
     assert oom_demand(torch_message("6.00 GiB", "18.00 GiB")) == 24 << 30
     assert oom_demand("forward raised OutOfMemoryError: out of memory") is None
-    judge = SimpleNamespace(sizes=sigmoid_sizes())  # allowance 25 GiB, the harness's share 6 GiB
+    judge = SimpleNamespace(sizes=sigmoid_sizes(), reference_call_peak=0, problem_source="batch_size = 4096\n",
+                            job={"overrides": {}})  # allowance 25 GiB, the harness's share 6 GiB
     honest = PairJudge.worker_out_of_memory(judge, torch_message("6.00 GiB", "24.00 GiB"))  # 24 GiB its own
-    assert honest.status == Status.HARNESS_ERROR and "not the candidate's doing" in honest.error
+    assert honest.status == Status.SKIPPED and "not by the candidate's doing" in honest.error
     hoarder = PairJudge.worker_out_of_memory(judge, torch_message("40.00 GiB", "6.00 GiB"))
     assert hoarder.status == Status.RUNTIME_ERROR and "over its allowance of 25.0 GiB" in hoarder.error
+    # A reference whose own call allocates more than its output (a convolution's cuDNN workspace, measured in the
+    # judge): the candidate may hold twice that. KernelBench's 50_conv_standard_2D, A/A, capped to 24 GiB on the
+    # H100: its worker held 17.5 GiB of its own, was blamed against an allowance of 1.8 GiB.
+    conv = problem_info.Sizes(inputs=150 << 20, outputs=290 << 20, weights=1 << 20, output_dtypes=(torch.float32,))
+    judge.sizes, judge.reference_call_peak = conv, 17 << 30
+    assert footprint.candidates_own(conv, 17_800 << 20)[2]  # by the sizes alone: its doing
+    verdict = PairJudge.worker_out_of_memory(judge, torch_message("2.00 GiB", "15.50 GiB"))
+    assert verdict.status == Status.SKIPPED and "allowance of 35.3 GiB" in verdict.error, verdict.error
     judge.sizes = None  # not sized: as raised
     assert PairJudge.worker_out_of_memory(judge, torch_message("1 GiB", "1 GiB")).status == Status.RUNTIME_ERROR
 

@@ -107,7 +107,9 @@ def test_out_of_memory_is_the_candidates_only_beyond_its_allowance(monkeypatch):
 
     sigmoid = Sizes(inputs=6 << 30, outputs=6 << 30, weights=0, output_dtypes=(torch.float32,))  # full size
     judge = SimpleNamespace(device=torch.device("cuda", 0), sandbox=SimpleNamespace(proc=SimpleNamespace(pid=11)),
-                            ref_sandbox=SimpleNamespace(proc=SimpleNamespace(pid=22)), sizes=sigmoid)
+                            ref_sandbox=SimpleNamespace(proc=SimpleNamespace(pid=22)), sizes=sigmoid,
+                            reference_call_peak=0, problem_source="batch_size = 4096\ndim = 393216\n",
+                            job={"overrides": {}})
     message = "the reference's timing worker failed: forward raised OutOfMemoryError: CUDA out of memory"
     monkeypatch.setattr(clocks, "gpu_memory_of_groups", lambda index, groups: [70 << 30, 13 << 30])
     verdict = PairJudge.blame_for_memory(judge, message)  # a hoarder: 64 GiB of its own
@@ -116,10 +118,11 @@ def test_out_of_memory_is_the_candidates_only_beyond_its_allowance(monkeypatch):
     # Honest: its output and three full-size temporaries cached, beside the harness's copy of the inputs.
     monkeypatch.setattr(clocks, "gpu_memory_of_groups", lambda index, groups: [30 << 30, 13 << 30])
     verdict = PairJudge.blame_for_memory(judge, message)
-    assert verdict.status.value == "harness_error" and "not the candidate's doing" in verdict.error, verdict.error
+    assert verdict.status.value == "skipped" and "not by the candidate's doing" in verdict.error, verdict.error
+    assert "--set (its sizes: batch_size=4096, dim=393216)" in verdict.error  # the device cannot judge it this size
     monkeypatch.setattr(clocks, "gpu_memory_of_groups", lambda index, groups: None)
     verdict = PairJudge.blame_for_memory(judge, message)  # NVML cannot say
-    assert verdict.status.value == "harness_error" and "not blamed" in verdict.error
+    assert verdict.status.value == "skipped" and "not blamed" in verdict.error
     assert PairJudge.blame_for_memory(judge, "the reference's timing worker failed: KeyError") is None
 
 

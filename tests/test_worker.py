@@ -135,6 +135,19 @@ def test_a_checked_cpu_output_is_sent_as_a_copy():
     assert payload["items"][1] == {"not_tensor": "int"}
 
 
+def test_the_trace_keeps_a_graphs_output_which_its_replays_rewrite():
+    """A graph-timed candidate's output is the tensor its replays write: dropped by the trace (as other methods' is, to
+    make room), every timed-output check after it read None, and an A/A pair on a 60 us KernelBench problem was
+    `incorrect` ("timing round 13: returned NoneType") on the H100."""
+    w = worker.Worker("cpu", cold_cache=False)
+    w.model, w.timing_inputs = torch.nn.Tanh(), [torch.rand(16)]
+    graph_output = torch.rand(16)
+    w.timer.method, w.timer.last_output = "cuda_graph", graph_output
+    assert w.op_trace()[0] == "ok" and w.timer.last_output is graph_output
+    w.timer.method = "cuda_event"
+    assert w.op_trace()[0] == "ok" and w.timer.last_output is None  # the rounds make their own
+
+
 def test_the_worker_lets_go_of_a_trials_tensors_when_the_judge_is_done_with_them():
     """op_run keeps its output and inputs (the judge maps them) until release_outputs, not until the next call."""
     w = worker.Worker("cpu", cold_cache=False)
