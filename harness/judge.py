@@ -56,7 +56,7 @@ class PairJudge:
         # The reference's worker's scheduling before candidate code ran: PairTiming checks that it changes only by our hand.
         self.ref_schedule = None  # procs.Schedule
         self.truth_model = None
-        self.sizes = None  # problem_info.Sizes, from the meta device (load_reference)
+        self.sizes = None  # problem_info.Sizes, from the meta device (load_problem)
         self.reference_call_peak = 0  # GPU bytes a reference call allocated beyond its inputs and weights (measured_call)
         self.peak_reserved = 0  # this process's peak before measured_call reset torch's
         self.on_reference_side = False  # inside reference_side(): a worker's failure there is the reference's
@@ -70,8 +70,8 @@ class PairJudge:
 
     # -- the reference side ------------------------------------------------------------------------
 
-    def load_reference(self) -> None:
-        """Import the problem with --set overrides and build Model under the init seed."""
+    def load_problem(self) -> None:
+        """Import the problem with --set overrides, and size it on the meta device."""
         try:
             # Read once: a candidate may rewrite the file on disk before the reference's timing worker starts.
             self.problem_source = source = Path(self.job["problem_path"]).read_text()
@@ -81,6 +81,11 @@ class PairJudge:
                     raise inputs_mod.ProblemError(f"defines no {name}")
         except Exception as exc:
             raise self.problem_failed("its file", exc) from None
+        self.sizes = problem_info.sizes(self.problem, self.dtype)  # None: not sizable on the meta device
+
+    def build_reference(self) -> None:
+        """Build Model under the init seed (after check_memory: a model of many GiB of weights took 22 s to build on
+        the H100 before a pair it could not hold was skipped)."""
         try:
             self.init_args = inputs_mod.init_inputs(self.problem)
             self.model = semantics.build_model(self.problem.Model, self.init_args, self.cfg["init_seed"], self.device,
@@ -88,9 +93,10 @@ class PairJudge:
             # Buffers as constructed: a training-mode forward updates BatchNorm's running statistics, which are no
             # weights to hand a second attempt.
             self.constructed_buffers = {name: b.detach().clone() for name, b in model_buffers(self.model)}
+        except torch.cuda.OutOfMemoryError:
+            raise  # whose memory it was is decided in run()
         except Exception as exc:
             raise self.problem_failed("Model(...)", exc) from None
-        self.sizes = problem_info.sizes(self.problem, self.dtype)  # None: not sizable on the meta device
 
     def reference(self, inputs: list, seed: int | None = None, count_flops: bool = False, watch_rng: bool = False):
         """The reference output (semantics.call: with a seed, the RNG seeded first). watch_rng: note whether the call
@@ -400,8 +406,9 @@ class PairJudge:
         record_memory_history(self.device)
         try:
             with self.phase("reference"):
-                self.load_reference()
+                self.load_problem()
                 self.check_memory()
+                self.build_reference()
             with self.phase("build"):
                 self.import_both()
             with self.phase("workers"):

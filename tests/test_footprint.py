@@ -67,7 +67,7 @@ def test_a_gpu_pair_that_cannot_fit_is_skipped_with_the_figures_and_the_sizes_to
 
 
 def test_a_gpu_pair_says_what_it_needs_and_whether_that_crowds_the_gpu(monkeypatch):
-    """The Footprint that keeps the judges ahead off CUDA beside a pair needing over a quarter of the GPU."""
+    """The Footprint that keeps the judges ahead off CUDA beside a pair needing over half of the GPU."""
     from harness import judge as judge_mod
 
     sent = []
