@@ -1,0 +1,78 @@
+"""The judge factory (harness/judge_factory.py): judges forked from a process that imported torch once, each with
+descriptors of its own; judges started as processes of their own when the factory is gone."""
+import os
+import subprocess
+from types import SimpleNamespace
+
+from harness import judge_factory, judges
+from test_judges import config, wait_for
+
+
+def factory_starter(tmp_path) -> judges.JudgeStarter:
+    return judges.JudgeStarter(SimpleNamespace(config=config(), run_dir=tmp_path, device="cpu"), (), ahead=0, factory=True)
+
+
+def test_a_judge_forked_from_the_factory_judges_and_its_end_is_reported(tmp_path):
+    starter = factory_starter(tmp_path)
+    try:
+        judge = starter.take("cpu")
+        assert isinstance(judge.proc, judge_factory.ForkedJudge) and judge.proc.poll() is None
+        judge.dismiss()  # an empty job: it stops its workers and exits 0
+        assert judge.proc.returncode == 0
+        killed = starter.take("cpu")
+        killed.kill()
+        assert killed.proc.returncode == -9
+    finally:
+        starter.close()
+    assert starter.factory.proc.wait(10) == 0
+
+
+def test_a_judge_from_the_factory_has_none_of_its_descriptors(tmp_path):
+    """The judge's stdin is the runner's pipe and its stderr its log; the factory's socket is not open in it (a
+    worker it forks could ask the factory to kill other judges)."""
+    starter = factory_starter(tmp_path)
+    try:
+        judge = starter.take("cpu")
+        factory_sockets = {t for t in open_descriptors(starter.factory.proc.pid).values() if t.startswith("socket:")}
+        assert factory_sockets
+
+        def set_up() -> bool:  # the forked child takes a moment to swap the factory's descriptors for its own
+            fds = open_descriptors(judge.proc.pid)  # (it opens sockets of its own for its workers meanwhile)
+            return fds.get(2) == str(judge.log_path) and not factory_sockets & set(fds.values())
+
+        wait_for(set_up, 10)
+        assert "pipe" in open_descriptors(judge.proc.pid)[0]
+        judge.dismiss()
+    finally:
+        starter.close()
+
+
+def open_descriptors(pid: int) -> dict:
+    """{fd: what it is} of a running process, from /proc (one that closes as it is read is left out)."""
+    found = {}
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            found[int(fd)] = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except FileNotFoundError:
+            pass
+    return found
+
+
+def test_judges_are_started_as_processes_of_their_own_when_the_factory_is_gone(tmp_path):
+    starter = factory_starter(tmp_path)
+    try:
+        starter.take("cpu").dismiss()  # the factory starts with the first judge
+        starter.factory.proc.kill()
+        starter.factory.proc.wait(10)
+        judge = starter.take("cpu")
+        assert isinstance(judge.proc, subprocess.Popen) and "judge factory has ended" in judge.log_path.read_text()
+        judge.dismiss()
+        assert judge.proc.returncode == 0
+    finally:
+        starter.close()
+
+
+def test_a_run_that_needs_no_judge_starts_no_factory(tmp_path):
+    starter = factory_starter(tmp_path)
+    starter.close()
+    assert starter.factory is None
