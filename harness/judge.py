@@ -296,7 +296,6 @@ class PairJudge:
         return too_small(self, f"{message} (it held and asked for {gib(own)} of its own, within its allowance of "
                               f"{gib(allowance)}: the GPU had no room for it beside the harness)")
 
-
     def run_candidate(self, shared: list, ref_out, seed: int) -> dict:
         """One candidate call on the shared inputs, the RNG seeded as for the reference's call; its reply,
         structure-checked."""

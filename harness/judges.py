@@ -6,6 +6,7 @@ A judge writes one JSON line per stage it enters ({"stage": NAME}), one with its
 """
 from __future__ import annotations
 
+import math
 import os
 import queue
 import signal
@@ -164,7 +165,7 @@ class JudgeStarter:
 
     def __init__(self, ctx, devices: tuple, ahead: int, factory: bool = False, pairs: Optional[int] = None):
         self.ctx, self.ahead, self.count = ctx, ahead, 0
-        self.left = len(devices) * ahead if pairs is None else pairs  # pairs yet to take a judge
+        self.left = math.inf if pairs is None else pairs  # pairs yet to take a judge (None: not known, no limit)
         self.lock = threading.Lock()
         self.use_factory, self.factory = factory, None  # judges forked from a factory process, started with the first
         self.holding: set = set()  # devices where no judge ahead may start CUDA now
