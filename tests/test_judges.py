@@ -83,9 +83,10 @@ def lines_sent(judge) -> list:
     return [json.loads(line)["got"] for line in judge.log_path.read_text().splitlines() if line.startswith('{"got"')]
 
 
-def starter_of(tmp_path, monkeypatch, ahead: int = 1) -> judges.JudgeStarter:
+def starter_of(tmp_path, monkeypatch, ahead: int = 1, pairs=None) -> judges.JudgeStarter:
     monkeypatch.setattr(judges, "Judge", Ahead)
-    return judges.JudgeStarter(SimpleNamespace(config={}, run_dir=tmp_path, device="cuda:0"), ("cuda:0",), ahead=ahead)
+    return judges.JudgeStarter(SimpleNamespace(config={}, run_dir=tmp_path, device="cuda:0"), ("cuda:0",), ahead=ahead,
+                               pairs=pairs)
 
 
 def wait_for(condition, seconds: float = 30) -> None:
@@ -159,7 +160,7 @@ def test_a_pair_holds_start_ups_until_its_footprint_leaves_room(tmp_path, monkey
 
 
 def test_a_pair_that_crowds_the_gpu_has_the_judges_ahead_that_started_cuda_replaced(tmp_path, monkeypatch):
-    starter = starter_of(tmp_path, monkeypatch, ahead=2)  # two pairs, two judges: both warm up at once
+    starter = starter_of(tmp_path, monkeypatch, ahead=2, pairs=2)  # two pairs, two judges: both warm up at once
     first, second = starter.ready["cuda:0"]
     assert first.warmed.wait(30) and second.warmed.wait(30)
     assert starter.take("cuda:0") is first and starter.ready["cuda:0"] == [second]
