@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from harness.devices import is_gpu
 from harness.discover import sha256_text
 from harness.records import Result, failure, one_line
 from harness.verdict import Status
@@ -52,7 +53,7 @@ def pool_size(cfg: dict) -> int:
 
 def enabled(cfg: dict, device: str) -> bool:
     """prebuild: on, off, or auto (on for GPU runs; on the CPU, builds would disturb timings)."""
-    return cfg["prebuild"] == "on" or (cfg["prebuild"] == "auto" and device.startswith("cuda"))
+    return cfg["prebuild"] == "on" or (cfg["prebuild"] == "auto" and is_gpu(device))
 
 
 @dataclass

@@ -19,6 +19,7 @@ from rich.table import Table
 
 from harness import boards, discover, environment, gate, records, report, runner, stopping, store
 from harness.config import build_config
+from harness.devices import is_gpu
 from harness.errors import UserError
 from harness.records import Result
 from harness.verdict import Status
@@ -146,7 +147,7 @@ def evaluate(args, argv: list) -> int:
     ctx.isolation = environment.isolation(config, device)
     runner.write_meta(ctx, env, argv)
     console = report.wide_console()
-    gpus = f" ({', '.join(env['gpus']) or 'no GPU'})" if device != "cpu" else ""
+    gpus = f" ({', '.join(env['gpus']) or 'no GPU'})" if is_gpu(device) else ""
     console.print(f"{len(pairs)} pair(s) on [bold]{', '.join(devices) or device}[/]{gpus}, torch {env['torch']} -> {run_dir}/",
                   highlight=False)
     for line in environment.missing_isolation(ctx.isolation):

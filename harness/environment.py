@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Optional
 
 from harness import confine, store
+from harness.devices import is_gpu, gpu_index
 from harness.discover import sha256_text
 from harness.errors import UserError
 
@@ -61,10 +62,10 @@ def resolve_device(requested: str, env: dict) -> str:
     usage error. Always an indexed device: workers call torch.cuda.set_device, which needs one."""
     if requested == "auto":
         requested = "cuda" if env["cuda_available"] else "cpu"
-    if requested.startswith("cuda"):
+    if is_gpu(requested):
         if not env["cuda_available"]:
             raise UsageError(f"--device {requested}: no CUDA GPU is visible here (torch {env['torch']}); use --device cpu")
-        index = int(requested.partition(":")[2] or 0)
+        index = gpu_index(requested)
         if index >= len(env["gpus"]):
             raise UsageError(f"--device {requested}: only {len(env['gpus'])} GPU(s) visible")
         return f"cuda:{index}"
@@ -76,10 +77,10 @@ def resolve_devices(spec: str, env: dict) -> list[str]:
     if not env["cuda_available"]:
         raise UsageError(f"--devices {spec}: no CUDA GPU is visible here (torch {env['torch']})")
     names = [f"cuda:{i}" for i in range(len(env["gpus"]))] if spec == "all" else \
-        [resolve_device(d if d.startswith("cuda") else f"cuda:{d}", env) for d in spec.split(",") if d.strip()]
+        [resolve_device(d if is_gpu(d) else f"cuda:{d}", env) for d in spec.split(",") if d.strip()]
     if not names or len(set(names)) != len(names):
         raise UsageError(f"--devices {spec}: name each GPU once, e.g. --devices 0,1")
-    models = {env["gpus"][int(n.partition(":")[2])] for n in names}
+    models = {env["gpus"][gpu_index(n)] for n in names}
     if len(models) > 1:  # builds and timings are per GPU model: one run, one model
         raise UsageError(f"--devices {spec}: the GPUs differ ({', '.join(sorted(models))}); run each model separately")
     return names
@@ -87,14 +88,14 @@ def resolve_devices(spec: str, env: dict) -> list[str]:
 
 def gpu_of(device: str, env: dict) -> Optional[str]:
     """The GPU model behind a cuda:N device (None on the CPU)."""
-    return env["gpus"][int(device.partition(":")[2] or 0)] if device.startswith("cuda") else None
+    return env["gpus"][gpu_index(device)] if is_gpu(device) else None
 
 
 def capability_of(device: str, env: dict) -> Optional[str]:
     """The compute capability ("9.0") behind a cuda:N device, for builds made ahead of evaluation."""
-    if not device.startswith("cuda"):
+    if not is_gpu(device):
         return None
-    return env.get("capabilities", [None] * len(env["gpus"]))[int(device.partition(":")[2] or 0)]
+    return env.get("capabilities", [None] * len(env["gpus"]))[gpu_index(device)]
 
 
 def git_commit() -> Optional[str]:
@@ -135,7 +136,7 @@ def isolation(config: dict, device: str) -> dict:
     each protection, "in force" or why it is missing."""
     facts = confine.probe()
     facts["one side at a time"] = "in force: a worker's processes are stopped between its requests"
-    if device.startswith("cuda"):
+    if is_gpu(device):
         facts["gpu probe"] = (f"in force: {config['gpu_probe_ms']:g} ms probe before each window and after each round"
                               if config["gpu_probe_ms"] else "off (gpu_probe_ms: 0): other processes' GPU work unseen")
         facts["private handover memory"] = "in force: each worker's tensors in a GPU memory pool of its own"

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from harness import judge_protocol, stages, stopping
+from harness.devices import is_gpu
 from harness.judge_factory import FactoryGone, JudgeFactory
 from harness.records import Result, failure
 from harness.verdict import Status
@@ -49,7 +50,7 @@ USER_ENV = {k: os.environ[k] for k in ("OMP_WAIT_POLICY", "MALLOC_MMAP_THRESHOLD
 
 def judge_env(device: str) -> dict:
     """The environment of the run's judges and workers (JUDGE_ENV, and GPU_ENV on a GPU run)."""
-    return {**JUDGE_ENV, **(GPU_ENV if device.startswith("cuda") else {}), **USER_ENV}
+    return {**JUDGE_ENV, **(GPU_ENV if is_gpu(device) else {}), **USER_ENV}
 
 
 JUDGE_COMMAND = (sys.executable, "-m", "harness.judge")  # a judge of its own; most are forked from the judge factory
@@ -83,7 +84,7 @@ class Judge:
         self.warm_sent = False  # told to start CUDA
         threading.Thread(target=self._read, daemon=True).start()
         threading.Thread(target=self._write, daemon=True).start()
-        warm_device = device if warm and device and device.startswith("cuda") else None
+        warm_device = device if warm and device and is_gpu(device) else None
         self.write(judge_protocol.encode(judge_protocol.Start(ctx.config, warm_device, time.time())))
 
     def _read(self) -> None:

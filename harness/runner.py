@@ -14,6 +14,7 @@ from typing import Callable, Optional
 
 from harness import builds, discover, environment, judges, records, schedulers, stopping, store
 from harness.config import config_hash
+from harness.devices import is_gpu
 from harness.environment import ROOT
 from harness.records import Result, failure
 from harness.verdict import Status
@@ -72,7 +73,7 @@ def read_candidate(pair: discover.Pair) -> tuple[Optional[str], Optional[Result]
 
 def skip_for_device(pair: discover.Pair, source: str, device: str) -> Optional[Result]:
     """A `skipped` Result when the candidate cannot run on this device at all."""
-    reason = discover.needs_cuda(source) if device == "cpu" else discover.cpu_only(source)
+    reason = discover.cpu_only(source) if is_gpu(device) else discover.needs_cuda(source)
     if reason is None:
         return None
     return failure(pair.problem, pair.solution, Status.SKIPPED, f"{reason}; device is {device}")
@@ -143,8 +144,8 @@ def evaluate_pair(plan: PlannedPair, ctx: RunContext, prebuilt: Optional[builds.
     result.overrides = overrides_of(pair, ctx) or None
     result.problem_path, result.solution_path = relative(pair.problem_path), relative(pair.solution_path)
     result.wall_s = round(time.monotonic() - started, 3)
-    if result.gpu is None and ctx.device.startswith("cuda") and ctx.provenance.get("gpus"):  # ended before a judge
-        result.gpu = ctx.provenance["gpus"][int(ctx.device.partition(":")[2] or 0)]
+    if result.gpu is None and ctx.provenance.get("gpus"):  # ended before a judge
+        result.gpu = environment.gpu_of(ctx.device, ctx.provenance)
     result.torch_version = ctx.provenance.get("torch")
     result.cuda_version = ctx.provenance.get("cuda_version")
     result.harness = ctx.provenance.get("harness")
@@ -154,7 +155,7 @@ def evaluate_pair(plan: PlannedPair, ctx: RunContext, prebuilt: Optional[builds.
 
 def evaluate_on_ray(plan: PlannedPair, ctx: RunContext, built: Optional[builds.Prebuilt]) -> Result:
     """One evaluation in a Ray task; Ray hands the task its GPU as cuda:0 (CUDA_VISIBLE_DEVICES)."""
-    device = "cuda:0" if ctx.device.startswith("cuda") else "cpu"
+    device = "cuda:0" if is_gpu(ctx.device) else "cpu"
     return evaluate_pair(plan, dataclasses.replace(ctx, device=device, devices=()), built)
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from harness import builds, discover, judges, stopping
+from harness.devices import is_gpu
 from harness.environment import ROOT, UsageError
 from harness.records import Result, failure
 from harness.verdict import Status
@@ -51,7 +52,7 @@ class LocalScheduler:
         free = queue.Queue()
         for device in devices:
             free.put(device)
-        gpu_run = ctx.device.startswith("cuda")
+        gpu_run = is_gpu(ctx.device)
         starter = judges.JudgeStarter(ctx, devices, ahead=ctx.config["judges_ahead"] if gpu_run else 0, factory=True,
                                       pairs=sum(plan.early is None for plan in plans))
         build_pool = ThreadPoolExecutor(builds.pool_size(ctx.config)) if any(p.prebuild for p in plans) else None
@@ -112,7 +113,7 @@ class RayScheduler:
                  runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
         build_task = ray.remote(num_cpus=1)(self.prebuild)
         node_cpus = min(node["Resources"].get("CPU", 1) for node in ray.nodes() if node["Alive"])
-        evaluate_task = ray.remote(num_gpus=1, num_cpus=1)(self.evaluate) if ctx.device.startswith("cuda") else \
+        evaluate_task = ray.remote(num_gpus=1, num_cpus=1)(self.evaluate) if is_gpu(ctx.device) else \
             ray.remote(num_cpus=max(1, int(node_cpus)))(self.evaluate)
         pending = {}
         for plan in plans:
