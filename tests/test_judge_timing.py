@@ -8,7 +8,7 @@ import torch
 
 from harness import procs
 
-from harness.judge_timing import PairTiming
+from harness.judge_timing import PairTiming, plausible_sample
 from harness.verdict import Status, Verdict
 
 
@@ -261,3 +261,10 @@ def test_the_cpu_aims_at_a_ci_of_its_own():
     cfg = {"target_ci_pct": 1.0, "cpu_target_ci_pct": 3.0}
     assert target_pct(cfg, "perf_counter") == 3.0
     assert target_pct(cfg, "cuda_event") == target_pct(cfg, "cuda_graph") == 1.0
+
+
+def test_worker_timing_samples_must_be_plausible():
+    assert plausible_sample([1.5, 1.6]) == (1.5, 1.6)
+    for bad in ([0.0, 1.0], [1.0, -1.0], [float("nan"), 1.0], [float("inf"), 1.0], ["fast", 1.0], [1.0], None):
+        with pytest.raises(Verdict):
+            plausible_sample(bad)
