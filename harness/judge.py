@@ -451,8 +451,7 @@ class PairJudge:
         with self.phase("finish.orphans"):
             self.result.orphans_killed = kill_orphans(self.helpers) or None  # processes the workers left behind
         dump_memory_history(self.device, f"{self.job['problem']}__{self.job['solution']}")
-        peak_mb = max(self.peak_reserved / 2**20, timing.peak_memory_mb(self.device)) if self.device.type == "cuda" \
-            else timing.peak_memory_mb(self.device)
+        peak_mb = max(self.peak_reserved / 2**20, timing.peak_memory_mb(self.device))  # (peak_reserved: 0 on the CPU)
         self.result.peak_mem_mb = {"judge": round(peak_mb, 1),
                                    "worker": reported_peak(infos.get("candidate")),
                                    "reference_worker": reported_peak(infos.get("reference"))}

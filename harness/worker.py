@@ -234,8 +234,7 @@ class Worker:
         """The torch operators and GPU kernels one call launches, by name. On a GPU, torch.profiler (kernels need
         CUPTI); on the CPU, the autograd profiler, which records the same aten operators without the seconds of
         imports (torch._dynamo) that torch.profiler's first use costs."""
-        if self.timer.method != "cuda_graph":  # (prepare's: the rounds make their own) held, the traced call's needs
-            self.timer.last_output = None  # room twice. A graph's is the tensor its replays rewrite: no round sets it
+        self.timer.let_go_of_output()  # (prepare's: the rounds make their own) held, the traced call's needs room twice
         try:
             if self.device.type == "cuda":
                 from torch.profiler import ProfilerActivity, profile
