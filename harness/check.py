@@ -163,16 +163,36 @@ class TruthError:
 
 
 def truth_error(x: torch.Tensor, truth: torch.Tensor, atol: float, rtol: float, chunk: int) -> TruthError:
-    """How far x lies from the float64 truth (TruthError)."""
+    """How far x lies from the float64 truth (TruthError). Where every element of both is finite (nearly always), nine
+    passes in the wider of their dtypes (the truth is stored at float32 for float32 outputs: the difference of two
+    float32 values errs by 6e-8 of them, a thousandth of a tolerance); otherwise again with the rule for NaN and
+    infinities. (In float64 with that rule throughout, a 6 GiB output took 0.25 s a side, the bulk of the H100's
+    correctness time for KernelBench's elementwise problems.)"""
+    work = torch.promote_types(torch.promote_types(x.dtype, truth.dtype), torch.float32)
+    worst = torch.zeros((), dtype=work, device=truth.device)
+    outside = torch.zeros((), dtype=torch.int64, device=truth.device)
+    for _, t, v in chunks(truth, x, chunk):
+        t = t.to(work)
+        ratio = (v.to(work) - t).abs_().div_(t.abs().mul_(rtol).add_(atol))
+        worst = torch.maximum(worst, ratio.max())  # NaN if any ratio is: maximum and max propagate it
+        outside += (ratio > 1).sum()
+    if math.isfinite(float(worst)):
+        return TruthError(float(worst), int(outside))
+    return special_truth_error(x, truth, atol, rtol, chunk)
+
+
+def special_truth_error(x: torch.Tensor, truth: torch.Tensor, atol: float, rtol: float, chunk: int) -> TruthError:
+    """truth_error where a value or the truth is not finite: a NaN or infinity in the truth must be matched (no
+    error), else the element is infinitely wrong; a NaN or infinite value where the truth is finite too."""
     worst = torch.zeros((), dtype=torch.float64, device=truth.device)
     outside = torch.zeros((), dtype=torch.int64, device=truth.device)
     for _, t, v in chunks(truth, x, chunk):
         t, v = t.double(), v.double()
         ratio = (v - t).abs_().div_(t.abs().mul_(rtol).add_(atol))
-        special = ~t.isfinite()  # NaN or an infinity in the truth: the value must be the same (no error) or is wrong
+        special = ~t.isfinite()
         same = (v == t) | (v.isnan() & t.isnan())
         ratio = ratio.masked_fill_(special & same, 0.0).masked_fill_(special & ~same, float("inf"))
-        ratio = ratio.nan_to_num_(nan=float("inf"), posinf=float("inf"))  # a NaN value where the truth is finite
+        ratio = ratio.nan_to_num_(nan=float("inf"), posinf=float("inf"))
         worst = torch.maximum(worst, ratio.max())
         outside += (ratio > 1).sum()
     return TruthError(float(worst), int(outside))

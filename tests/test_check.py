@@ -137,6 +137,17 @@ def test_truth_error_counts_non_finite_values_as_infinitely_wrong():
         assert error.worst == float("inf") and error.outside == 1, wrong
 
 
+def test_truth_error_in_float32_agrees_with_the_float64_rule_where_everything_is_finite():
+    torch.manual_seed(0)
+    truth = torch.randn(10_000, dtype=torch.float64) * 100
+    x = (truth + torch.randn(10_000, dtype=torch.float64) * 1e-3 * truth.abs()).float()
+    stored = truth.float()  # as the judge keeps it for a float32 output
+    fast = check.truth_error(x, stored, 1e-4, 1e-4, 999)
+    exact = check.special_truth_error(x, stored, 1e-4, 1e-4, 999)
+    assert 0 < exact.outside < 10_000 and math.isclose(fast.worst, exact.worst, rel_tol=1e-5)
+    assert abs(fast.outside - exact.outside) <= 2  # a ratio within float32 rounding of 1 may land either side
+
+
 def naive_variances(seed: int) -> tuple:
     """float64 truth and three float32 orders of E[x^2] - E[x]^2 over rows whose mean is far from 0: the float32 error
     is about one tolerance (1e-4), where an honest kernel's own order of summation can land outside it."""
