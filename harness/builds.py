@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from harness.config import Config
 from harness.devices import is_gpu
 from harness.discover import sha256_text
 from harness.records import Result, failure, one_line
@@ -43,17 +44,17 @@ def build_failure(message: str, log: str) -> Optional[str]:
     return message[:found.end()] + first_compiler_error(message[found.end():] + "\n" + log)
 
 
-def pool_size(cfg: dict) -> int:
+def pool_size(cfg: Config) -> int:
     """build_workers, or half the cores, at most one per 4 GiB of available memory, at most 8."""
-    if cfg["build_workers"]:
-        return cfg["build_workers"]
+    if cfg.build_workers:
+        return cfg.build_workers
     available_gib = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**30
     return max(1, min((os.cpu_count() or 2) // 2, int(available_gib // 4), 8))
 
 
-def enabled(cfg: dict, device: str) -> bool:
+def enabled(cfg: Config, device: str) -> bool:
     """prebuild: on, off, or auto (on for GPU runs; on the CPU, builds would disturb timings)."""
-    return cfg["prebuild"] == "on" or (cfg["prebuild"] == "auto" and is_gpu(device))
+    return cfg.prebuild == "on" or (cfg.prebuild == "auto" and is_gpu(device))
 
 
 @dataclass
@@ -72,15 +73,15 @@ class Prebuilt:
 
 
 def prebuild(problem: str, problem_path: Path, solution: str, path: Path, source: str, overrides: dict,
-             build_dir: Path, arch: Optional[str], cfg: dict) -> Prebuilt:
+             build_dir: Path, arch: Optional[str], cfg: Config) -> Prebuilt:
     """Build a candidate's extension in a builder process (importing it, and constructing ModelNew when
     the import built nothing); its Result is set only when the pair ends here."""
     job = {"path": str(path), "source": source, "overrides": overrides, "build_dir": str(build_dir), "arch": arch,
-           "config": cfg, "problem_path": str(problem_path)}
+           "config": cfg.to_dict(), "problem_path": str(problem_path)}
     started = time.monotonic()
     try:
         proc = subprocess.run([sys.executable, "-m", "harness.builds"], cwd=ROOT, input=json.dumps(job),
-                              capture_output=True, text=True, timeout=cfg["compile_timeout"] + 120)
+                              capture_output=True, text=True, timeout=cfg.compile_timeout + 120)
         verdict = json.loads(proc.stdout.strip().splitlines()[-1])
     except (subprocess.TimeoutExpired, ValueError, IndexError):
         return Prebuilt(wall_s=time.monotonic() - started)  # the evaluation will build (and judge) it
@@ -112,20 +113,20 @@ def build(job: dict) -> dict:
     from harness import channel  # torch comes with these: only in this process
     from harness.sandbox import Sandbox, WorkerFailure
 
-    cfg = job["config"]
+    cfg = Config.from_dict(job["config"])
     env = candidate_build_env(job["build_dir"])
     if job["arch"] and "TORCH_CUDA_ARCH_LIST" not in os.environ:
         env["TORCH_CUDA_ARCH_LIST"] = job["arch"]  # what the judge will ask for: the same build, reused
-    sandbox = Sandbox({"CUDA_VISIBLE_DEVICES": ""}, cfg["output_limit_bytes"], cfg["kill_grace_s"])
+    sandbox = Sandbox({"CUDA_VISIBLE_DEVICES": ""}, cfg.output_limit_bytes, cfg.kill_grace_s)
     try:
         sandbox.greet("cpu", False, env)
-        reply = sandbox.request("import", cfg["compile_timeout"], path=job["path"], source=job["source"],
+        reply = sandbox.request("import", cfg.compile_timeout, path=job["path"], source=job["source"],
                                 module_name="candidate_module", overrides=job["overrides"])
         built_nothing = isinstance(reply, channel.Ok) and isinstance(reply.payload, dict) and not reply.payload.get("build_s")
         init_args = problem_init_args(job) if built_nothing else None
         if init_args is not None:  # nothing was built at import: ModelNew(...) may build in __init__
-            reply = sandbox.request("construct", cfg["timeout"] + cfg["compile_timeout"], init_args=init_args,
-                                    init_seed=cfg["init_seed"], state_dict={})
+            reply = sandbox.request("construct", cfg.timeout + cfg.compile_timeout, init_args=init_args,
+                                    init_seed=cfg.init_seed, state_dict={})
     except WorkerFailure as exc:
         return {"status": Status.TIMEOUT.value, "error": str(exc)} if exc.status == Status.TIMEOUT else {}
     finally:

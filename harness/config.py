@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import json
 import re
@@ -26,6 +27,76 @@ class ConfigError(UserError):
     """A bad configuration: the CLI prints it and exits 2."""
 
 
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """The run's settings, validated once (build_config). What each means, and its default: configs/default.yaml."""
+
+    device: str  # where to run
+    timeout: float  # seconds per worker request
+    compile_timeout: int
+    start_timeout: int
+    kill_grace_s: int
+    trials: int  # correctness: trials on get_inputs() ...
+    wide_trials: int  # ... and on wider inputs
+    wide_input_scale: float
+    init_seed: int
+    mode: str  # MODES
+    precision: str  # PRECISIONS
+    tolerances: dict  # {dtype: {atol, rtol}}
+    problem_tolerances: dict  # {problem: {atol, rtol}}
+    fp64_truth: bool
+    fp64_memory_fraction: float
+    truth_accuracy_factor: float
+    reduced_precision_ratio: float
+    compare_chunk_elems: int
+    warmup: int  # timing
+    min_rounds: int
+    max_rounds: int
+    target_ci_pct: float
+    cpu_target_ci_pct: float
+    min_timing_s: float
+    max_timing_s: float
+    gate_timing_s: float
+    gpu_probe_ms: float
+    gpu_drain_s: float
+    interference_rounds: int
+    cold_cache: bool
+    launch_lead_us: float
+    workers_share_cpu: bool
+    compile_baseline: bool
+    timing_resolution_pct: float
+    batched_resolution_pct: float
+    cpu_resolution_pct: float
+    host_bound_resolution_pct: float
+    host_bound_spread_pct: float
+    excessive_speedup: float
+    output_limit_bytes: int
+    build_cache_dir: str  # builds
+    prebuild: str
+    build_workers: int
+    judges_ahead: int  # judge processes
+    peaks_cache_dir: str
+    results_dir: str
+
+    @property
+    def total_trials(self) -> int:
+        """Correctness trials in all, ordinary and wide."""
+        return self.trials + self.wide_trials
+
+    def replace(self, **changes) -> "Config":
+        """A copy with some settings changed (not validated again: for the harness's own variations and tests)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """As JSON carries it (to a judge, a build process, the run's meta.json)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> "Config":
+        """Back from to_dict()."""
+        return cls(**values)
+
+
 def load_defaults() -> dict[str, Any]:
     """The defaults, read from configs/default.yaml (the file that documents them)."""
     return read_yaml(DEFAULT_PATH)
@@ -46,7 +117,7 @@ def read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-def build_config(config_file: Optional[str] = None, overrides: Optional[dict] = None) -> dict[str, Any]:
+def build_config(config_file: Optional[str] = None, overrides: Optional[dict] = None) -> Config:
     """Merge defaults, an optional YAML file and CLI overrides; validate the result."""
     config = load_defaults()
     layers = []
@@ -58,6 +129,7 @@ def build_config(config_file: Optional[str] = None, overrides: Optional[dict] = 
             if key not in config:
                 raise ConfigError(f"Unknown config key '{key}' in {origin}. {suggest(key, config)}")
             config[key] = validate_value(key, value, config[key], origin)
+    config = Config(**config)
     check_relations(config)
     return config
 
@@ -135,46 +207,46 @@ def validate_problem_tolerances(value: Any, origin: str) -> dict:
     return {str(name): validate_tolerance_pair(f"problem {name}", pair, origin) for name, pair in value.items()}
 
 
-def check_relations(config: dict) -> None:
+def check_relations(config: Config) -> None:
     """Rules that tie two keys together."""
-    if config["min_rounds"] < 2:
+    if config.min_rounds < 2:
         raise ConfigError("min_rounds must be at least 2 (a CI needs several rounds)")
-    if config["max_rounds"] < config["min_rounds"]:
+    if config.max_rounds < config.min_rounds:
         raise ConfigError("max_rounds must be >= min_rounds")
-    if config["trials"] + config["wide_trials"] < 1:
+    if config.total_trials < 1:
         raise ConfigError("trials + wide_trials must be at least 1")
-    if config["timeout"] <= 0 or config["compile_timeout"] <= 0:
+    if config.timeout <= 0 or config.compile_timeout <= 0:
         raise ConfigError("timeout and compile_timeout must be positive")
-    if not 0 < config["target_ci_pct"] <= 50 or not 0 < config["cpu_target_ci_pct"] <= 50:
+    if not 0 < config.target_ci_pct <= 50 or not 0 < config.cpu_target_ci_pct <= 50:
         raise ConfigError("target_ci_pct and cpu_target_ci_pct must be above 0 and at most 50")
     for key in ("timing_resolution_pct", "batched_resolution_pct", "cpu_resolution_pct", "host_bound_resolution_pct"):
-        if not 0 <= config[key] < 10:
+        if not 0 <= getattr(config, key) < 10:
             raise ConfigError(f"{key} must be at least 0 and under 10")
-    if config["host_bound_spread_pct"] <= 0:
+    if config.host_bound_spread_pct <= 0:
         raise ConfigError("host_bound_spread_pct must be positive")
-    if not 0 <= config["launch_lead_us"] <= 100000:
+    if not 0 <= config.launch_lead_us <= 100000:
         raise ConfigError("launch_lead_us must be from 0 to 100000")
-    if config["judges_ahead"] < 0:
+    if config.judges_ahead < 0:
         raise ConfigError("judges_ahead must be 0 or more")
-    if config["precision"] not in PRECISIONS:
-        raise ConfigError(f"Bad value for 'precision': {config['precision']!r} (expected {', '.join(PRECISIONS)})")
-    if config["mode"] not in MODES:
-        raise ConfigError(f"Bad value for 'mode': {config['mode']!r} (expected {' or '.join(MODES)})")
-    if config["truth_accuracy_factor"] < 1:
+    if config.precision not in PRECISIONS:
+        raise ConfigError(f"Bad value for 'precision': {config.precision!r} (expected {', '.join(PRECISIONS)})")
+    if config.mode not in MODES:
+        raise ConfigError(f"Bad value for 'mode': {config.mode!r} (expected {' or '.join(MODES)})")
+    if config.truth_accuracy_factor < 1:
         raise ConfigError("truth_accuracy_factor must be at least 1")
-    if config["prebuild"] not in ("auto", "on", "off"):
-        raise ConfigError(f"Bad value for 'prebuild': {config['prebuild']!r} (expected auto, on or off)")
+    if config.prebuild not in ("auto", "on", "off"):
+        raise ConfigError(f"Bad value for 'prebuild': {config.prebuild!r} (expected auto, on or off)")
 
 
-def tolerance_for(config: dict, problem: str, dtype: str) -> dict[str, float]:
+def tolerance_for(config: Config, problem: str, dtype: str) -> dict[str, float]:
     """The tolerance for one problem and output dtype: a per-problem override wins."""
-    if problem in config["problem_tolerances"]:
-        return {**config["tolerances"].get(dtype, config["tolerances"]["float32"]), **config["problem_tolerances"][problem]}
-    return config["tolerances"].get(dtype, config["tolerances"]["float32"])
+    if problem in config.problem_tolerances:
+        return {**config.tolerances.get(dtype, config.tolerances["float32"]), **config.problem_tolerances[problem]}
+    return config.tolerances.get(dtype, config.tolerances["float32"])
 
 
-def config_hash(config: dict) -> str:
+def config_hash(config: Config) -> str:
     """A short hash of everything in the config that can change a result."""
-    relevant = {k: v for k, v in config.items() if k not in UNHASHED}
+    relevant = {k: v for k, v in config.to_dict().items() if k not in UNHASHED}
     blob = json.dumps(relevant, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]

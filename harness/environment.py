@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Optional
 
 from harness import confine, store
+from harness.config import Config
 from harness.devices import is_gpu, gpu_index
 from harness.discover import sha256_text
 from harness.errors import UserError
@@ -131,14 +132,14 @@ def provenance(env: dict) -> dict:
     return {"torch": env["torch"], "cuda_version": env["cuda_version"], "harness": harness_version(), "gpus": env["gpus"]}
 
 
-def isolation(config: dict, device: str) -> dict:
+def isolation(config: Config, device: str) -> dict:
     """How the candidate is kept from the harness's other processes on this machine (meta.json's `isolation`):
     each protection, "in force" or why it is missing."""
     facts = confine.probe()
     facts["one side at a time"] = "in force: a worker's processes are stopped between its requests"
     if is_gpu(device):
-        facts["gpu probe"] = (f"in force: {config['gpu_probe_ms']:g} ms probe before each window and after each round"
-                              if config["gpu_probe_ms"] else "off (gpu_probe_ms: 0): other processes' GPU work unseen")
+        facts["gpu probe"] = (f"in force: {config.gpu_probe_ms:g} ms probe before each window and after each round"
+                              if config.gpu_probe_ms else "off (gpu_probe_ms: 0): other processes' GPU work unseen")
         facts["private handover memory"] = "in force: each worker's tensors in a GPU memory pool of its own"
     return facts
 

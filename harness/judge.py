@@ -22,7 +22,7 @@ from torch.utils.flop_counter import FlopCounterMode  # imported ahead of the pa
 from harness import (channel, check, clocks, footprint, handover, inputs as inputs_mod, judge_protocol, problem_info,
                      procs, roofline, semantics, stopping, timing)
 from harness.builds import build_failure, candidate_build_env
-from harness.config import PRECISIONS, tolerance_for
+from harness.config import Config, PRECISIONS, tolerance_for
 from harness.judge_timing import PairTiming, release_cached_memory
 from harness.judge_trials import Trials
 from harness.problem_info import free_memory, gib, total_memory
@@ -47,10 +47,10 @@ class PairJudge:
         self.stage = "start"
         self.device = inputs_mod.indexed(torch.device(job["device"]))
         # --precision: float inputs and both models' weights in this dtype (None: as the problem makes them).
-        self.dtype = None if self.cfg["precision"] == "fp32" else getattr(torch, PRECISIONS[self.cfg["precision"]])
+        self.dtype = None if self.cfg.precision == "fp32" else getattr(torch, PRECISIONS[self.cfg.precision])
         self.result = Result(problem=job["problem"], solution=job["solution"], status=Status.CORRECT,
-                             device=str(self.device), gpu=gpu_name(self.device), precision=self.cfg["precision"],
-                             mode=self.cfg["mode"])
+                             device=str(self.device), gpu=gpu_name(self.device), precision=self.cfg.precision,
+                             mode=self.cfg.mode)
         self.sandbox, self.ref_sandbox = workers  # the candidate's worker; the reference's timing worker
         self.helpers = helpers  # our own children that are no orphans (torch's shared-memory manager)
         # The reference's worker's scheduling before candidate code ran: PairTiming checks that it changes only by our hand.
@@ -88,8 +88,8 @@ class PairJudge:
         the H100 before a pair it could not hold was skipped)."""
         try:
             self.init_args = inputs_mod.init_inputs(self.problem)
-            self.model = semantics.build_model(self.problem.Model, self.init_args, self.cfg["init_seed"], self.device,
-                                               self.cfg["mode"], self.dtype)
+            self.model = semantics.build_model(self.problem.Model, self.init_args, self.cfg.init_seed, self.device,
+                                               self.cfg.mode, self.dtype)
             # Buffers as constructed: a training-mode forward updates BatchNorm's running statistics, which are no
             # weights to hand a second attempt.
             self.constructed_buffers = {name: b.detach().clone() for name, b in model_buffers(self.model)}
@@ -160,12 +160,12 @@ class PairJudge:
         upcast; then the list is emptied once the float64 forward is done). None where the reference draws random
         numbers (float64 draws differ from float32 ones), the model has no float64 form, or it does not fit in the
         device's free memory (the result's notes say so, once)."""
-        if not self.cfg["fp64_truth"] or self.random_reference:
+        if not self.cfg.fp64_truth or self.random_reference:
             return None
         size = self.sizes
         need = 2 * (size.inputs + size.outputs + size.weights) if size else 2 * inputs_mod.nbytes(inputs)
         free = free_memory(self.device)
-        if need > self.cfg["fp64_memory_fraction"] * free:
+        if need > self.cfg.fp64_memory_fraction * free:
             self.note(f"no float64 truth: it needs about {gib(need)}, {gib(free)} of the device was free")
             return None
         try:
@@ -223,17 +223,17 @@ class PairJudge:
         # The reference's worker as no candidate code has touched it: timing checks that it stays so (PairTiming).
         self.ref_schedule = procs.Schedule.read(self.ref_sandbox.proc.pid)
         # Only the candidate gets the build folders (and the lock, held until ModelNew is built).
-        self.sandbox.greet(str(self.device), self.cfg["cold_cache"], {**env, **candidate_build_env(self.job["build_dir"])})
+        self.sandbox.greet(str(self.device), self.cfg.cold_cache, {**env, **candidate_build_env(self.job["build_dir"])})
         with self.reference_side():
-            self.ref_sandbox.greet(str(self.device), self.cfg["cold_cache"], env)
+            self.ref_sandbox.greet(str(self.device), self.cfg.cold_cache, env)
         self.sandbox.send("import", path=self.job["solution_path"], source=self.job["solution_source"],
                           overrides=self.job["overrides"], class_name="ModelNew", module_name="candidate_module")
         with self.reference_side():
             self.ref_sandbox.send("import", path=self.job["problem_path"], source=self.problem_source,
                                   overrides=self.job["overrides"], class_name="Model", module_name="reference_module")
-        self.expect_ok(self.sandbox.receive("import", self.cfg["compile_timeout"]), self.sandbox)
+        self.expect_ok(self.sandbox.receive("import", self.cfg.compile_timeout), self.sandbox)
         with self.reference_side():
-            self.expect_ok(self.ref_sandbox.receive("import", self.cfg["compile_timeout"]), self.ref_sandbox)
+            self.expect_ok(self.ref_sandbox.receive("import", self.cfg.compile_timeout), self.ref_sandbox)
 
     def construct_both(self) -> None:
         """Both models built, one at a time, the reference's first (it is timed in its worker later), the weights
@@ -251,8 +251,8 @@ class PairJudge:
         state = sandbox.outbox.state_copy(self.model.state_dict()) if sandbox is self.ref_sandbox else None
         self.hand_over()
         # A candidate may build its extension in __init__: construction gets the build's time limit too.
-        reply = sandbox.request("construct", self.cfg["timeout"] + self.cfg["compile_timeout"], init_args=self.init_args,
-                                init_seed=self.cfg["init_seed"], state_dict=state, mode=self.cfg["mode"],
+        reply = sandbox.request("construct", self.cfg.timeout + self.cfg.compile_timeout, init_args=self.init_args,
+                                init_seed=self.cfg.init_seed, state_dict=state, mode=self.cfg.mode,
                                 dtype=None if self.dtype is None else str(self.dtype).removeprefix("torch."))
         return self.expect_ok(reply, sandbox)
 
@@ -263,7 +263,7 @@ class PairJudge:
         state = self.sandbox.outbox.state_copy(constructed)
         del constructed
         self.hand_over()
-        reply = self.expect_ok(self.sandbox.request("adopt_weights", self.cfg["timeout"], state_dict=state))
+        reply = self.expect_ok(self.sandbox.request("adopt_weights", self.cfg.timeout, state_dict=state))
         del state
         release_cached_memory(self.device, outboxes=self.outboxes())
         return isinstance(reply, dict) and isinstance(reply.get("changed_tensors"), int) and reply["changed_tensors"] > 0
@@ -301,7 +301,7 @@ class PairJudge:
         structure-checked."""
         sizes = [t.numel() * t.element_size() for t in check.items(ref_out)]
         self.hand_over()
-        reply = self.expect_ok(self.sandbox.request("run", self.cfg["timeout"], inputs=shared, poison_sizes=sizes,
+        reply = self.expect_ok(self.sandbox.request("run", self.cfg.timeout, inputs=shared, poison_sizes=sizes,
                                                     seed=seed))
         problem = check.structure_problem(ref_out, reply)
         if problem:
@@ -311,7 +311,7 @@ class PairJudge:
     def release_trial(self) -> None:
         """After a trial: the candidate's worker lets go of that call's inputs and outputs (else it holds them until
         its next call, beside the next trial's), and this process hands its cached GPU blocks back."""
-        self.expect_ok(self.sandbox.request("release_outputs", self.cfg["timeout"]))
+        self.expect_ok(self.sandbox.request("release_outputs", self.cfg.timeout))
         release_cached_memory(self.device, outboxes=self.outboxes())
 
     def outboxes(self) -> list:
@@ -364,7 +364,7 @@ class PairJudge:
         seed = inputs_mod.trial_seed(self.job["secret"], self.job["problem"], trial)
         try:
             return inputs_mod.make_inputs(self.problem, seed, self.device,
-                                          self.cfg["wide_input_scale"] if wide else None, self.dtype)
+                                          self.cfg.wide_input_scale if wide else None, self.dtype)
         except torch.cuda.OutOfMemoryError:
             raise  # whose memory it was is decided in run()
         except Exception as exc:
@@ -594,10 +594,10 @@ def judge_pair(message: judge_protocol.Job, workers: tuple, helpers: frozenset, 
                        f"harness error: {type(exc).__name__}: {exc} (traceback in the judge log)")
 
 
-def start_workers(config: dict) -> tuple:
+def start_workers(config: Config) -> tuple:
     """(the candidate's worker, the reference's), forked from us, and our own other children (helpers)."""
     # The candidate's worker first (confined): the reference's, forked second, has a copy of the first one's channel.
-    workers = tuple(Sandbox({}, config["output_limit_bytes"], config["kill_grace_s"], confined=side == 0)
+    workers = tuple(Sandbox({}, config.output_limit_bytes, config.kill_grace_s, confined=side == 0)
                     for side in range(2))
     # torch's shared-memory manager (CPU tensors cross to workers through it) is our child too: started
     # before any worker runs candidate code, it is known as ours and spared when orphans are killed.

@@ -11,11 +11,13 @@ import json
 import sys
 from dataclasses import dataclass
 
+from harness.config import Config
+
 
 @dataclass(frozen=True)
 class Start:
     """The run's config; the GPU to warm up on when told (a judge started ahead); when the runner started it."""
-    config: dict
+    config: Config
     warm_device: str | None
     started_at: float
 
@@ -27,8 +29,8 @@ class Warm:
 
 @dataclass(frozen=True)
 class Job:
-    """The pair to judge (problem, candidate, paths and sources, device, the run's secret, ...), when it was sent, and
-    whether the judge waits for Go before its timing."""
+    """The pair to judge (problem, candidate, paths and sources, device, the run's secret, its "config": a Config,
+    ...), when it was sent, and whether the judge waits for Go before its timing."""
     job: dict
     sent_at: float
     gated: bool
@@ -88,9 +90,10 @@ def encode(message) -> str:
     if isinstance(message, End):
         return "\n"
     if isinstance(message, Job):
-        fields = {**message.job, "sent_at": message.sent_at, "gated": message.gated}
+        fields = {**message.job, "config": message.job["config"].to_dict(), "sent_at": message.sent_at,
+                  "gated": message.gated}
     elif isinstance(message, Start):
-        fields = {"config": message.config, "warm_device": message.warm_device, "started_at": message.started_at}
+        fields = {"config": message.config.to_dict(), "warm_device": message.warm_device, "started_at": message.started_at}
     elif isinstance(message, Footprint):
         fields = {"footprint": dataclasses.asdict(message)}
     else:
@@ -113,9 +116,9 @@ def from_runner(line: str):
     fields = json_object(line)
     if "sent_at" in fields:  # (a job carries the config too)
         job = {k: v for k, v in fields.items() if k not in ("sent_at", "gated")}
-        return Job(job, fields["sent_at"], bool(fields.get("gated")))
+        return Job({**job, "config": Config.from_dict(job["config"])}, fields["sent_at"], bool(fields.get("gated")))
     if "started_at" in fields:
-        return Start(fields["config"], fields.get("warm_device"), fields["started_at"])
+        return Start(Config.from_dict(fields["config"]), fields.get("warm_device"), fields["started_at"])
     if fields.get("warm"):
         return Warm()
     raise ValueError(f"not a message of the runner's: {line[:100]!r}")

@@ -18,6 +18,7 @@ import torch
 from harness import check, footprint, judge_protocol, procs, roofline, stats, timing
 from harness.stats import median_abs_deviation, spread_pct
 from harness.clocks import ClockMonitor
+from harness.config import Config
 from harness.gpu_probe import GpuProbe, ProbeUnavailable
 from harness.stages import CONFIRM_PAUSE_S, CONFIRM_ROUNDS  # part of the timing stage's deadline
 from harness.records import one_line
@@ -114,14 +115,14 @@ class PairTiming:
         """GPU runs (when configured): both workers on one CPU, this GPU's (they run one at a time), so that both
         sides launch their work at the same host speed. (The H100 records of adc6cdb took the judge's CPU of the
         moment, which the judges of two GPUs can share.)"""
-        if self.device.type == "cuda" and self.cfg["workers_share_cpu"]:
+        if self.device.type == "cuda" and self.cfg.workers_share_cpu:
             cpu = procs.cpu_for_gpu(self.device.index or 0)
             if procs.share_one_cpu([self.ref_sandbox.proc.pid, self.sandbox.proc.pid], cpu):
                 self.judge.ref_schedule.pin(cpu)  # no change for check_reference_scheduling
 
     def prepare_both_sides(self) -> None:
         """Give both workers timing inputs, let them choose their timing methods, and trace one call of each."""
-        trial = self.cfg["trials"] + self.cfg["wide_trials"]  # the timing inputs' seed: past the correctness trials'
+        trial = self.cfg.total_trials  # the timing inputs' seed: past the correctness trials'
         if self.job.get("flops") is not None:  # counted by an earlier judge of this run on this problem
             self.judge.flops = self.job["flops"]
         else:
@@ -141,7 +142,7 @@ class PairTiming:
         rounds = Rounds(self)
         try:
             self.check_reference_scheduling()
-            rounds_cfg = {**self.cfg, "target_ci_pct": target_pct(self.cfg, self.result.ref_timer)}
+            rounds_cfg = self.cfg.replace(target_ci_pct=target_pct(self.cfg, self.result.ref_timer))
             ref_ms, new_ms, tight = stats.alternate_rounds(rounds.ref_sample, rounds.new_sample, rounds_cfg, rounds.rng,
                                                            rounds.before_round, round_kept=rounds.round_kept,
                                                            calls_per_sample=self.result.ref_batch or 1,
@@ -160,7 +161,7 @@ class PairTiming:
         cfg = self.cfg
         if rounds.probe:
             self.result.gpu_wait_ms = round(rounds.probe.waited_ms, 1)
-        if (self.result.rounds_discarded or 0) >= cfg["interference_rounds"] or not ref_ms:
+        if (self.result.rounds_discarded or 0) >= cfg.interference_rounds or not ref_ms:
             self.result.flags.append("interference")
         if not ref_ms:  # every round had another process on the GPU: no speedup to report
             self.result.timing_rounds = 0
@@ -168,13 +169,13 @@ class PairTiming:
         self.check_timed_output(len(ref_ms) - 1)
         self.result.timed_outputs_checked = 0 if self.judge.random_reference else len(rounds.checked) + 1
         self.record_timing(ref_ms, new_ms, tight, rounds.clocks)
-        judge_timer = timing.Timer(self.device, cfg["cold_cache"], cfg["launch_lead_us"])
+        judge_timer = timing.Timer(self.device, cfg.cold_cache, cfg.launch_lead_us)
         self.result.judge_wall_ms = statistics.median(rounds.new_judged)
         if (self.time_disagrees(ref_ms, rounds.ref_judged, new_ms, rounds.new_judged, judge_timer)
                 and self.disagrees_again(rounds.ref_sample, rounds.new_sample, rounds.ref_judged, rounds.new_judged,
                                          rounds.rng, judge_timer)):
             self.result.flags.append("timer_tampering")
-        if cfg["compile_baseline"]:
+        if cfg.compile_baseline:
             self.time_compiled(self.round_inputs, judge_timer)
 
     def straddles_the_gate(self):
@@ -206,10 +207,10 @@ class PairTiming:
     def gpu_probe(self):
         """The probe of other processes' GPU work for this pair's windows, or None (CPU, turned off, or not
         loadable here: then the judge's log says why)."""
-        if self.device.type != "cuda" or not self.cfg["gpu_probe_ms"]:
+        if self.device.type != "cuda" or not self.cfg.gpu_probe_ms:
             return None
         try:
-            return GpuProbe(self.device, self.cfg["gpu_probe_ms"])
+            return GpuProbe(self.device, self.cfg.gpu_probe_ms)
         except ProbeUnavailable as exc:
             print(f"GPU probe unavailable, windows unchecked: {exc}", flush=True)
             return None
@@ -232,7 +233,7 @@ class PairTiming:
 
     def time_disagrees(self, ref_ms, ref_judged, new_ms, new_judged, judge_timer: timing.Timer) -> bool:
         """timer_disagrees on these rounds, with the judge's own cache-flush time."""
-        cold = self.cfg["cold_cache"]
+        cold = self.cfg.cold_cache
         with timing.threads(self.judge.worker_threads):  # a flush as the workers' threads make it
             flush_ms = statistics.median(judge_timer.window(judge_timer.flush)[0] for _ in range(5)) if cold else 0.0
         r = self.result
@@ -247,8 +248,8 @@ class PairTiming:
         with is one the reference uses. A candidate that computes nothing traceable is not flagged.
         """
         with self.reference_side():  # one side at a time, as everything the workers run from here on
-            ref_reply = self.ref_sandbox.request("trace", self.cfg["timeout"])
-        new_reply = self.sandbox.request("trace", self.cfg["timeout"])
+            ref_reply = self.ref_sandbox.request("trace", self.cfg.timeout)
+        new_reply = self.sandbox.request("trace", self.cfg.timeout)
         try:  # a profiler that cannot start (no CUPTI, say, or no memory for it) leaves the flag unset; it blames no one
             ref, new = self.expect_ok(ref_reply), self.expect_ok(new_reply)
         except Verdict as verdict:
@@ -286,7 +287,7 @@ class PairTiming:
         with self.phase("timing.refresh"):
             copy = self.retried_when_full(lambda: sandbox.outbox.copies(self.round_inputs))
             self.hand_over()
-            self.expect_ok(sandbox.request("refresh_timing_inputs", self.cfg["timeout"], inputs=copy))
+            self.expect_ok(sandbox.request("refresh_timing_inputs", self.cfg.timeout, inputs=copy))
             if sandbox is self.ref_sandbox:
                 # The reference's worker only copied from its copy (trusted code; the candidate's worker never maps
                 # it): the same contents, which stand for the round's inputs from now on, so that the judge holds two
@@ -314,7 +315,7 @@ class PairTiming:
 
     def compare_timed_output(self, index: int) -> None:
         ref_out = self.retried_when_full(lambda: self.judge.reference(self.round_inputs))
-        reply = self.expect_ok(self.sandbox.request("last_timed_output", self.cfg["timeout"]))
+        reply = self.expect_ok(self.sandbox.request("last_timed_output", self.cfg.timeout))
         problem = check.structure_problem(ref_out, reply)
         if problem:
             raise Verdict(Status.INCORRECT, f"timing round {index + 1}: {problem}", "wrong_timed_output")
@@ -338,8 +339,8 @@ class PairTiming:
         """Both workers', then this process's cached GPU memory handed back. (A candidate that keeps its cache
         leaves the judge short: blame_for_memory then decides whose the shortage was.)"""
         with self.reference_side():
-            self.ref_sandbox.request("release_memory", self.cfg["timeout"])
-        self.sandbox.request("release_memory", self.cfg["timeout"])
+            self.ref_sandbox.request("release_memory", self.cfg.timeout)
+        self.sandbox.request("release_memory", self.cfg.timeout)
         release_cached_memory(self.device, outboxes=self.judge.outboxes())
 
     def prepare_sides(self) -> None:
@@ -397,11 +398,11 @@ class PairTiming:
         new_inputs = self.retried_when_full(lambda: self.sandbox.outbox.copies(ref_inputs))
         self.hand_over()  # a worker that maps a pool block it mapped before does not wait for our writes
         with self.reference_side():
-            self.expect_ok(self.ref_sandbox.request("set_timing_inputs", self.cfg["timeout"], inputs=ref_inputs))
+            self.expect_ok(self.ref_sandbox.request("set_timing_inputs", self.cfg.timeout, inputs=ref_inputs))
         # The reference's worker keeps a copy of its own: ours goes back before the candidate's worker makes its copy.
         del ref_inputs
         release_cached_memory(self.device, outboxes=[self.ref_sandbox.outbox])
-        self.expect_ok(self.sandbox.request("set_timing_inputs", self.cfg["timeout"], inputs=new_inputs))
+        self.expect_ok(self.sandbox.request("set_timing_inputs", self.cfg.timeout, inputs=new_inputs))
         del new_inputs
         release_cached_memory(self.device, outboxes=self.judge.outboxes())
 
@@ -410,9 +411,9 @@ class PairTiming:
         """Ask a worker to (re)choose its timing method (batched: batch its calls however long they measure; batch:
         this many calls a window; windows: this many single windows a sample, if its calls are not batched); its
         (method, batch)."""
-        prepared = self.expect_ok(sandbox.request("prepare_timing", self.cfg["timeout"], warmup=self.cfg["warmup"],
+        prepared = self.expect_ok(sandbox.request("prepare_timing", self.cfg.timeout, warmup=self.cfg.warmup,
                                                   allow_graph=allow_graph, batched=batched, batch=batch,
-                                                  windows=windows, lead_us=self.cfg["launch_lead_us"]))
+                                                  windows=windows, lead_us=self.cfg.launch_lead_us))
         method, batch = (prepared.get("method"), prepared.get("batch")) if isinstance(prepared, dict) else (None, None)
         return (method if method in timing.METHODS else "unknown"), (batch if isinstance(batch, int) else None)
 
@@ -423,7 +424,7 @@ class PairTiming:
             setattr(self.result, key, value)
         r = self.result
         r.ref_samples_ms, r.new_samples_ms, r.timing_rounds = ref_ms, new_ms, len(ref_ms)
-        r.tie, r.cache = stats.is_tie(summary), "cold" if self.cfg["cold_cache"] else "hot"
+        r.tie, r.cache = stats.is_tie(summary), "cold" if self.cfg.cold_cache else "hot"
         r.gbps, r.ref_gbps = self.judge.bytes_moved / (r.new_ms * 1e6), self.judge.bytes_moved / (r.ref_ms * 1e6)
         if self.judge.flops:
             r.tflops, r.ref_tflops = self.judge.flops / (r.new_ms * 1e9), self.judge.flops / (r.ref_ms * 1e9)
@@ -434,7 +435,7 @@ class PairTiming:
                 r.flags.append("throttled")
         if not tight:
             r.flags.append("noisy_timing")
-        if r.speedup > self.cfg["excessive_speedup"]:
+        if r.speedup > self.cfg.excessive_speedup:
             r.flags.append("excessive_speedup")
 
     def record_roofline(self) -> None:
@@ -461,8 +462,8 @@ class PairTiming:
                 with torch.no_grad():
                     return compiled(*inputs)
 
-            timer.prepare(call, self.cfg["warmup"])
-            self.result.compiled_ms = statistics.median(timer.sample()[0] for _ in range(self.cfg["min_rounds"]))
+            timer.prepare(call, self.cfg.warmup)
+            self.result.compiled_ms = statistics.median(timer.sample()[0] for _ in range(self.cfg.min_rounds))
         except Exception as exc:  # a baseline that cannot compile is reported, never fatal
             self.result.compiled_ms = None
             self.result.compiled_error = one_line(f"{type(exc).__name__}: {exc}", 200)
@@ -486,7 +487,7 @@ class Rounds:
         sides' windows, though only the candidate can leave work behind: on the H100, with the probe before the
         reference's window alone, A/A pairs of 0.3-2 ms kernels came out 1.01-1.06 (a window right after a probe
         runs unlike one without)."""
-        if self.probe and not self.probe.wait_until_ours(self.cfg["gpu_drain_s"]):
+        if self.probe and not self.probe.wait_until_ours(self.cfg.gpu_drain_s):
             self.window_clean = False
 
     def round_kept(self) -> bool:
@@ -510,7 +511,7 @@ class Rounds:
         with pair.reference_side():
             pair.refresh_side(pair.ref_sandbox)
             self.gpu_is_ours()
-            ms, wall = plausible_sample(pair.expect_ok(pair.ref_sandbox.request("time", self.cfg["timeout"])))
+            ms, wall = plausible_sample(pair.expect_ok(pair.ref_sandbox.request("time", self.cfg.timeout)))
             self.ref_judged.append(pair.ref_sandbox.last_request_ms)
         self.result.ref_wall_ms.append(wall)
         if self.clocks:
@@ -521,7 +522,7 @@ class Rounds:
         pair = self.pair
         pair.refresh_side(pair.sandbox)
         self.gpu_is_ours()
-        ms, wall = plausible_sample(pair.expect_ok(pair.sandbox.request("time", self.cfg["timeout"])))
+        ms, wall = plausible_sample(pair.expect_ok(pair.sandbox.request("time", self.cfg.timeout)))
         self.new_judged.append(pair.sandbox.last_request_ms)
         self.result.new_wall_ms.append(wall)
         return ms
@@ -536,23 +537,23 @@ class Rounds:
         self.pair.make_round_inputs(index)
 
 
-def target_pct(cfg: dict, method: str) -> float:
+def target_pct(cfg: Config, method: str) -> float:
     """The half-width, in percent, the rounds aim the speedup's CI at (a wider one at the caps is noisy_timing): on
     the CPU its own, cpu_target_ci_pct (a 2-core machine's calls spread by 10-40% from request to request)."""
-    return cfg["cpu_target_ci_pct"] if method == "perf_counter" else cfg["target_ci_pct"]
+    return cfg.cpu_target_ci_pct if method == "perf_counter" else cfg.target_ci_pct
 
 
-def resolution_pct(cfg: dict, method: str, spread: float = 0.0) -> float:
+def resolution_pct(cfg: Config, method: str, spread: float = 0.0) -> float:
     """The harness's resolution for a pair timed this way (both sides are): batched calls (graphs of microsecond
     kernels) and the CPU's clock have one of their own; a pair whose samples on either side spread by
     host_bound_spread_pct or more is bound by the host's speed, which differs between two processes (at least
     host_bound_resolution_pct)."""
     if method in timing.BATCHED_METHODS:
-        resolution = cfg["batched_resolution_pct"]
+        resolution = cfg.batched_resolution_pct
     else:
-        resolution = cfg["cpu_resolution_pct"] if method == "perf_counter" else cfg["timing_resolution_pct"]
-    if spread >= cfg["host_bound_spread_pct"]:
-        resolution = max(resolution, cfg["host_bound_resolution_pct"])
+        resolution = cfg.cpu_resolution_pct if method == "perf_counter" else cfg.timing_resolution_pct
+    if spread >= cfg.host_bound_spread_pct:
+        resolution = max(resolution, cfg.host_bound_resolution_pct)
     return resolution
 
 

@@ -55,11 +55,11 @@ class Trials:
             self.result.flags.append(flag("weights_copied"))
 
     def all_trials(self) -> None:
-        total = self.cfg["trials"] + self.cfg["wide_trials"]
+        total = self.cfg.total_trials
         for trial in range(total):
             self.one_trial(trial, total)
         self.result.trials = total
-        if self.new_err > 0.01 and self.new_err > self.cfg["reduced_precision_ratio"] * self.ref_err:
+        if self.new_err > 0.01 and self.new_err > self.cfg.reduced_precision_ratio * self.ref_err:
             self.result.flags.append(flag("reduced_precision"))  # far less accurate, and a visible share of the tolerance
 
     def forget_findings(self) -> dict:
@@ -78,7 +78,7 @@ class Trials:
 
     def one_trial(self, trial: int, total: int) -> None:
         """Fresh secret-seeded inputs, the reference's output, the candidate's, and every check."""
-        wide = trial >= self.cfg["trials"]
+        wide = trial >= self.cfg.trials
         label = f"trial {trial + 1}/{total}" + (" (wide inputs)" if wide else "")
         seed = self.judge.call_seed(trial)
         with self.phase("correctness.reference"):
@@ -153,7 +153,7 @@ class Trials:
         new_items, failures = reply["items"], []
         for i, (ref, new) in enumerate(zip(check.items(ref_out), new_items)):
             tol = self.judge.tolerance(ref)
-            comparison = check.compare(ref, new, tol["atol"], tol["rtol"], self.cfg["compare_chunk_elems"])
+            comparison = check.compare(ref, new, tol["atol"], tol["rtol"], self.cfg.compare_chunk_elems)
             self.result.max_abs_err = max(self.result.max_abs_err or 0.0, comparison.max_abs_err)
             self.result.max_rel_err = max(self.result.max_rel_err or 0.0, comparison.max_rel_err)
             if not comparison.ok:
@@ -164,7 +164,7 @@ class Trials:
         del truth
         for i, comparison in failures:
             ref_error, new_error = errors.get(i, (None, None))
-            if ref_error is not None and check.as_accurate(new_error, ref_error, self.cfg["truth_accuracy_factor"]):
+            if ref_error is not None and check.as_accurate(new_error, ref_error, self.cfg.truth_accuracy_factor):
                 if "accurate_vs_fp64" not in self.result.flags:
                     self.result.flags.append(flag("accurate_vs_fp64"))
                 continue
@@ -177,7 +177,7 @@ class Trials:
         for i, (t, ref, new) in enumerate(zip(check.items(truth), check.items(ref_out), new_items)):
             if not ref.is_floating_point():  # integer and bool outputs are exact: no error to measure
                 continue
-            tol, chunk = self.judge.tolerance(ref), self.cfg["compare_chunk_elems"]
+            tol, chunk = self.judge.tolerance(ref), self.cfg.compare_chunk_elems
             errors[i] = tuple(check.truth_error(x, t, tol["atol"], tol["rtol"], chunk) for x in (ref, new))
             self.ref_err = max(self.ref_err, errors[i][0].worst)
             self.new_err = max(self.new_err, errors[i][1].worst)
@@ -191,7 +191,7 @@ class Trials:
         again = self.judge.run_candidate(shared, ref_out, seed)
         if all(check.same_bits(a, b) for a, b in zip(reply["items"], again["items"])):
             return
-        chunk = self.cfg["compare_chunk_elems"]
+        chunk = self.cfg.compare_chunk_elems
         spread = max(check.max_difference(a, b, chunk) for a, b in zip(reply["items"], again["items"]))
         if spread < float("inf") and (self.share_of_tolerance(ref_out, reply["items"], again["items"])
                                       < NONDETERMINISM_SHARE):
@@ -212,7 +212,7 @@ class Trials:
                     return float("inf")
                 continue
             tol = self.judge.tolerance(ref)
-            worst = max(worst, check.normalized_error(b, a, tol["atol"], tol["rtol"], self.cfg["compare_chunk_elems"]))
+            worst = max(worst, check.normalized_error(b, a, tol["atol"], tol["rtol"], self.cfg.compare_chunk_elems))
         return worst
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from harness import judge_protocol, stages, stopping
+from harness.config import Config
 from harness.devices import is_gpu
 from harness.judge_factory import FactoryGone, JudgeFactory
 from harness.records import Result, failure
@@ -186,7 +187,7 @@ class JudgeStarter:
             log_path = log_dir / f"judge-{os.getpid()}-{self.count}.log"
             if self.use_factory and self.factory is None:  # (else each judge is a Python process of its own)
                 self.factory = JudgeFactory(judge_env(self.ctx.device), ROOT, log_dir / f"judge-factory-{os.getpid()}.log",
-                                            self.ctx.config["start_timeout"])
+                                            self.ctx.config.start_timeout)
         return Judge(self.ctx, device, warm=ahead and bool(self.ahead), log_path=log_path,
                      on_ready_to_warm=self.let_warm, factory=self.factory)
 
@@ -273,7 +274,7 @@ class JudgeStarter:
             self.factory.close()
 
 
-def run_judge(job: dict, judge: Judge, cfg: dict, log_dir: Path, stem: str,
+def run_judge(job: dict, judge: Judge, cfg: Config, log_dir: Path, stem: str,
               on_stage: Callable[[str], None] = lambda stage: None,
               starter: Optional[JudgeStarter] = None) -> Result:
     """Give a pair's job to a judge and follow it stage by stage to its Result.
@@ -298,7 +299,7 @@ def run_judge(job: dict, judge: Judge, cfg: dict, log_dir: Path, stem: str,
 class FollowedPair:
     """run_judge's state: the judge's stage, when it began, and whether judges ahead are held for this pair's timing."""
 
-    def __init__(self, job: dict, judge: Judge, cfg: dict, stem: str, on_stage, starter):
+    def __init__(self, job: dict, judge: Judge, cfg: Config, stem: str, on_stage, starter):
         self.job, self.judge, self.stem, self.on_stage, self.starter = job, judge, stem, on_stage, starter
         self.deadlines = stages.stage_deadlines(cfg)
         self.gated = starter is not None and bool(starter.ahead) and judge.device is not None

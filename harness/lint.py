@@ -14,12 +14,12 @@ from pathlib import Path
 import torch
 
 from harness import check, inputs as inputs_mod, problem_info, semantics
-from harness.config import build_config, tolerance_for
+from harness.config import Config, build_config, tolerance_for
 from harness.discover import parse_set
 from harness.load import load_module
 
 
-def lint_problem(path: Path, device: torch.device, overrides: dict, cfg: dict) -> dict:
+def lint_problem(path: Path, device: torch.device, overrides: dict, cfg: Config) -> dict:
     """{"findings": what is wrong with the problem as a benchmark} ([] when nothing is), or {"not_checked": why}
     when it cannot be checked here (too large for this machine, with the --set to shrink it)."""
     try:
@@ -30,8 +30,8 @@ def lint_problem(path: Path, device: torch.device, overrides: dict, cfg: dict) -
                                                   problem_info.free_memory(device))
         if shortfall:
             return {"not_checked": shortfall}
-        model = semantics.build_model(problem.Model, inputs_mod.init_inputs(problem), cfg["init_seed"], device,
-                                      cfg["mode"])
+        model = semantics.build_model(problem.Model, inputs_mod.init_inputs(problem), cfg.init_seed, device,
+                                      cfg.mode)
         secret, problem_check = secrets.randbits(63), ProblemCheck(cfg, path.stem)
         for trial in range(2):
             inputs = inputs_mod.make_inputs(problem, inputs_mod.trial_seed(secret, path.stem, trial), device, None)
@@ -51,7 +51,7 @@ class ProblemCheck:
     """The lint's checks on a problem's own outputs, one draw of inputs at a time (the lint's, and every judge's on
     its first two trials): would zeros or a constant pass the first, does the second equal it?"""
 
-    def __init__(self, cfg: dict, problem: str):
+    def __init__(self, cfg: Config, problem: str):
         self.cfg, self.problem = cfg, problem
         self.findings, self.first = [], None  # what is wrong; the first outputs' fingerprints
 
@@ -64,7 +64,7 @@ class ProblemCheck:
             self.findings.insert(0, INPUT_BLIND)
 
 
-def fake_outputs_passing(outputs: list, cfg: dict, problem: str) -> list[str]:
+def fake_outputs_passing(outputs: list, cfg: Config, problem: str) -> list[str]:
     """Findings: an output of zeros, or of one constant (the output's mean), would pass the tolerance."""
     findings = []
     for label, value in (("all zeros", lambda ref: 0.0), ("a constant (the output's mean)", mean_of)):
@@ -82,9 +82,9 @@ def mean_of(ref: torch.Tensor, chunk: int = 1 << 24) -> float:
     return float(total) / ref.numel()
 
 
-def would_pass(ref: torch.Tensor, value: float, cfg: dict, problem: str) -> bool:
+def would_pass(ref: torch.Tensor, value: float, cfg: Config, problem: str) -> bool:
     tol = tolerance_for(cfg, problem, str(ref.dtype).removeprefix("torch."))
-    return check.constant_would_pass(ref, value, tol["atol"], tol["rtol"], cfg["compare_chunk_elems"])
+    return check.constant_would_pass(ref, value, tol["atol"], tol["rtol"], cfg.compare_chunk_elems)
 
 
 def main(argv: list) -> None:

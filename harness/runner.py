@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from harness import builds, discover, environment, judges, records, schedulers, stopping, store
-from harness.config import config_hash
+from harness.config import Config, config_hash
 from harness.devices import is_gpu
 from harness.environment import ROOT
 from harness.records import Result, failure
@@ -26,7 +26,7 @@ from harness.schedulers import PlannedPair
 class RunContext:
     """What every pair of a run shares."""
 
-    config: dict
+    config: Config
     device: str
     overrides: dict
     run_dir: Path
@@ -47,7 +47,7 @@ class RunContext:
 def pair_key(pair: discover.Pair, source: str, ctx: RunContext) -> str:
     """Problem sha (with --set), solution sha and config hash: what --resume matches on."""
     problem_sha = discover.sha256_text(pair.problem_path.read_text() + json.dumps(overrides_of(pair, ctx), sort_keys=True))
-    cfg = config_hash({**ctx.config, "device": ctx.device.partition(":")[0]})  # any GPU of the run's model
+    cfg = config_hash(ctx.config.replace(device=ctx.device.partition(":")[0]))  # any GPU of the run's model
     return f"{pair.problem}:{problem_sha[:12]}:{pair.solution}:{discover.sha256_text(source)[:12]}:{cfg}"
 
 
@@ -139,7 +139,7 @@ def evaluate_pair(plan: PlannedPair, ctx: RunContext, prebuilt: Optional[builds.
     if prebuilt is not None:
         prebuilt.add_to(result)
     result.backend = result.backend or (discover.backend_of(source) if source else None)
-    result.precision = result.precision or ctx.config["precision"]
+    result.precision = result.precision or ctx.config.precision
     result.key, result.device = plan.key, result.device or ctx.device
     result.overrides = overrides_of(pair, ctx) or None
     result.problem_path, result.solution_path = relative(pair.problem_path), relative(pair.solution_path)
@@ -169,7 +169,7 @@ def run_judge(pair: discover.Pair, source: str, ctx: RunContext, starter: Option
            "device": ctx.device, "config": ctx.config, "secret": ctx.secret,
            "log_path": str(log_dir / f"{stem}.worker.log"),
            "build_dir": str(build_dir(ctx, source)),
-           "peaks_dir": str(under_root(ctx.config["peaks_cache_dir"])),
+           "peaks_dir": str(under_root(ctx.config.peaks_cache_dir)),
            "flops": ctx.flops.get(flops_key(pair, ctx)), "min_speedup": ctx.min_speedup}
     starter = starter or judges.JudgeStarter(ctx, (), ahead=0)
     result = judges.run_judge(job, starter.take(ctx.device), ctx.config, log_dir, stem, on_stage, starter)
@@ -207,12 +207,12 @@ def build_dir(ctx: RunContext, source: str) -> Path:
     return builds.source_folder(ctx.build_root, source)
 
 
-def new_context(config: dict, device: str, overrides: dict, run_dir: Path, env: dict,
+def new_context(config: Config, device: str, overrides: dict, run_dir: Path, env: dict,
                 devices: tuple = ()) -> RunContext:
     """A run's shared state, with a fresh secret for the trial seeds (kept from this user's other processes)."""
     make_undumpable()
     gpu = environment.gpu_of(device, env) or "cpu"
-    build_root = builds.toolchain_root(under_root(config["build_cache_dir"]), env["torch"], env["cuda_version"], gpu)
+    build_root = builds.toolchain_root(under_root(config.build_cache_dir), env["torch"], env["cuda_version"], gpu)
     run_dir.mkdir(parents=True, exist_ok=True)
     return RunContext(config, device, overrides, run_dir, secrets.randbits(63), build_root, tuple(devices),
                       environment.capability_of(device, env), provenance=environment.provenance(env))
@@ -220,5 +220,5 @@ def new_context(config: dict, device: str, overrides: dict, run_dir: Path, env: 
 
 def write_meta(ctx: RunContext, env: dict, argv: list) -> None:
     """meta.json of the run (environment.write_meta) with its config, device(s) and --set overrides."""
-    environment.write_meta(ctx.run_dir, {"config": ctx.config, "device": ctx.device, "devices": list(ctx.devices),
+    environment.write_meta(ctx.run_dir, {"config": ctx.config.to_dict(), "device": ctx.device, "devices": list(ctx.devices),
                                          "overrides": ctx.overrides, "isolation": ctx.isolation}, env, argv)

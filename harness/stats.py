@@ -10,6 +10,8 @@ from typing import Callable
 
 import numpy as np
 
+from harness.config import Config
+
 TIE_BAND = (0.98, 1.02)
 
 
@@ -74,7 +76,7 @@ def is_tie(stats: dict) -> bool:
             and stats["speedup_ci_low"] <= 1.0 <= stats["speedup_ci_high"])
 
 
-def alternate_rounds(ref_call: Callable[[], float], new_call: Callable[[], float], cfg: dict,
+def alternate_rounds(ref_call: Callable[[], float], new_call: Callable[[], float], cfg: Config,
                      rng: random.Random, before_round: Callable[[int], None] = lambda i: None,
                      clock: Callable[[], float] = time.monotonic,
                      round_kept: Callable[[], bool] = lambda: True, calls_per_sample: int = 1,
@@ -97,7 +99,7 @@ def alternate_rounds(ref_call: Callable[[], float], new_call: Callable[[], float
     attempts = [0]  # rounds run, dropped ones included: the judge's deadline holds even when every round is dropped
 
     def tight() -> bool:
-        return len(ref_ms) >= cfg["min_rounds"] and ci_is_tight(speedup_with_ci(ref_ms, new_ms), cfg["target_ci_pct"])
+        return len(ref_ms) >= cfg.min_rounds and ci_is_tight(speedup_with_ci(ref_ms, new_ms), cfg.target_ci_pct)
 
     def one_round() -> None:
         attempts[0] += 1
@@ -108,16 +110,16 @@ def alternate_rounds(ref_call: Callable[[], float], new_call: Callable[[], float
         if not round_kept():
             ref_ms.pop(), new_ms.pop()
 
-    deadline = clock() + cfg["max_timing_s"]
-    while len(ref_ms) < cfg["max_rounds"] and attempts[0] < 2 * cfg["max_rounds"] and (not attempts[0] or clock() < deadline):
+    deadline = clock() + cfg.max_timing_s
+    while len(ref_ms) < cfg.max_rounds and attempts[0] < 2 * cfg.max_rounds and (not attempts[0] or clock() < deadline):
         one_round()
         timed_ms = calls_per_sample * min(sum(ref_ms or [0.0]), sum(new_ms or [0.0]))
-        enough = len(ref_ms) >= cfg["min_rounds"] and timed_ms >= cfg["min_timing_s"] * 1e3
+        enough = len(ref_ms) >= cfg.min_rounds and timed_ms >= cfg.min_timing_s * 1e3
         if enough and len(ref_ms) % 5 == 0 and tight():
             break
-    if undecided is not None and cfg.get("gate_timing_s") and len(ref_ms) >= 2 and undecided(ref_ms, new_ms):
-        deadline, limit = clock() + cfg["gate_timing_s"], len(ref_ms) + cfg["max_rounds"]
-        while len(ref_ms) < limit and attempts[0] < 4 * cfg["max_rounds"] and clock() < deadline:
+    if undecided is not None and cfg.gate_timing_s and len(ref_ms) >= 2 and undecided(ref_ms, new_ms):
+        deadline, limit = clock() + cfg.gate_timing_s, len(ref_ms) + cfg.max_rounds
+        while len(ref_ms) < limit and attempts[0] < 4 * cfg.max_rounds and clock() < deadline:
             one_round()
             if len(ref_ms) % 5 == 0 and not undecided(ref_ms, new_ms):
                 break

@@ -5,6 +5,7 @@ import sys
 
 from support import FAST_CONFIG, FIXTURES, ROOT
 from harness import builds, discover
+from harness.config import build_config
 from harness.builds import first_compiler_error
 
 
@@ -37,13 +38,13 @@ def test_build_stage_builds_ahead_and_fails_early(tmp_path):
 
 
 def test_pool_size_follows_cores_and_memory(monkeypatch):
-    assert builds.pool_size({"build_workers": 3}) == 3
+    assert builds.pool_size(build_config().replace(build_workers=3)) == 3
 
     def machine(cores, gib):
         monkeypatch.setattr(builds.os, "cpu_count", lambda: cores)
         page = 4096
         monkeypatch.setattr(builds.os, "sysconf", lambda name: page if name == "SC_PAGE_SIZE" else gib * 2**30 // page)
-        return builds.pool_size({"build_workers": 0})
+        return builds.pool_size(build_config().replace(build_workers=0))
 
     assert machine(16, 64) == 8  # half the cores
     assert machine(16, 12) == 3  # one per 4 GiB available
@@ -52,8 +53,9 @@ def test_pool_size_follows_cores_and_memory(monkeypatch):
 
 
 def test_build_stage_switch_and_sniffing():
-    assert builds.enabled({"prebuild": "auto"}, "cuda:0") and not builds.enabled({"prebuild": "auto"}, "cpu")
-    assert builds.enabled({"prebuild": "on"}, "cpu") and not builds.enabled({"prebuild": "off"}, "cuda:1")
+    auto, on, off = (build_config().replace(prebuild=value) for value in ("auto", "on", "off"))
+    assert builds.enabled(auto, "cuda:0") and not builds.enabled(auto, "cpu")
+    assert builds.enabled(on, "cpu") and not builds.enabled(off, "cuda:1")
     assert discover.builds_extension("from torch.utils.cpp_extension import load_inline")
 
 

@@ -1,27 +1,29 @@
+import dataclasses
+
 import pytest
 
-from harness.config import ConfigError, build_config, config_hash, load_defaults, tolerance_for
+from harness.config import Config, ConfigError, build_config, config_hash, load_defaults, tolerance_for
 
 
 def test_defaults_come_from_default_yaml():
     config = build_config()
-    assert config == load_defaults()
-    assert config["tolerances"]["float32"] == {"atol": 1e-4, "rtol": 1e-4}
-    assert config["tolerances"]["float16"] == {"atol": 1e-2, "rtol": 1e-2}
-    assert config["trials"] >= 5 and config["wide_trials"] >= 1
+    assert config.to_dict() == load_defaults()
+    assert config.tolerances["float32"] == {"atol": 1e-4, "rtol": 1e-4}
+    assert config.tolerances["float16"] == {"atol": 1e-2, "rtol": 1e-2}
+    assert config.trials >= 5 and config.wide_trials >= 1
 
 
 def test_precedence_defaults_then_file_then_cli(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text("timeout: 30\ntrials: 7\n")
     config = build_config(str(path), {"timeout": 5})
-    assert config["timeout"] == 5  # CLI wins over the file
-    assert config["trials"] == 7  # the file wins over the defaults
-    assert config["warmup"] == load_defaults()["warmup"]
+    assert config.timeout == 5  # CLI wins over the file
+    assert config.trials == 7  # the file wins over the defaults
+    assert config.warmup == load_defaults()["warmup"]
 
 
 def test_none_cli_values_do_not_override(tmp_path):
-    assert build_config(None, {"timeout": None})["timeout"] == load_defaults()["timeout"]
+    assert build_config(None, {"timeout": None}).timeout == load_defaults()["timeout"]
 
 
 def test_unknown_key_suggests_the_right_one(tmp_path):
@@ -57,7 +59,7 @@ def test_bad_values_are_config_errors(tmp_path, text, message):
 def test_a_lead_that_covers_a_networks_launches_is_accepted(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text("launch_lead_us: 30000\n")  # bench/config_probe.sh: level3 networks timed by the GPU's work alone
-    assert build_config(str(path))["launch_lead_us"] == 30000
+    assert build_config(str(path)).launch_lead_us == 30000
 
 
 def test_missing_config_file():
@@ -76,5 +78,20 @@ def test_partial_tolerances_merge_and_problem_override(tmp_path):
 
 def test_config_hash_ignores_paths_but_not_measurement_knobs():
     base = build_config()
-    assert config_hash(base) == config_hash({**base, "results_dir": "elsewhere"})
-    assert config_hash(base) != config_hash({**base, "trials": 9})
+    assert config_hash(base) == config_hash(base.replace(results_dir="elsewhere"))
+    assert config_hash(base) != config_hash(base.replace(trials=9))
+
+
+def test_the_config_class_declares_every_key_of_default_yaml_with_its_type():
+    fields = {f.name: f.type for f in dataclasses.fields(Config)}
+    defaults = load_defaults()
+    assert list(fields) == list(defaults)  # the same keys, in the file's order
+    assert {k: type(v).__name__ for k, v in defaults.items()} == fields
+
+
+def test_a_config_crosses_processes_as_json_and_comes_back_equal():
+    import json
+    config = build_config(None, {"trials": 3})
+    assert Config.from_dict(json.loads(json.dumps(config.to_dict()))) == config
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.trials = 4

@@ -1,13 +1,18 @@
 """The runner <-> judge wire (harness/judge_protocol.py): each message as its line and back, and lines that are none."""
+import json
+
 import pytest
 
 from harness import judge_protocol as p
+from harness.config import build_config
+
+CONFIG = build_config(None, {"trials": 3})
 
 
 @pytest.mark.parametrize("message", [
-    p.Start({"trials": 3}, "cuda:0", 12.5), p.Start({}, None, 1.0), p.Warm(), p.Go(), p.End(),
-    p.Job({"problem": "sigmoid", "solution": "a", "secret": 7}, 3.25, True),
-    p.Job({"problem": "sigmoid", "config": {"trials": 3}, "warm": False}, 3.25, False),  # a job carries the config
+    p.Start(CONFIG, "cuda:0", 12.5), p.Start(build_config(), None, 1.0), p.Warm(), p.Go(), p.End(),
+    p.Job({"problem": "sigmoid", "solution": "a", "secret": 7, "config": CONFIG}, 3.25, True),
+    p.Job({"problem": "sigmoid", "config": CONFIG, "warm": False}, 3.25, False),
 ])
 def test_what_the_runner_sends_the_judge_reads(message):
     line = p.encode(message)
@@ -27,7 +32,10 @@ def test_the_wire_is_what_it_was():
     """Byte for byte the lines of before the module (a judge of one version and a runner of another still agree)."""
     assert p.encode(p.Warm()) == '{"warm": true}\n' and p.encode(p.Go()) == "go\n" and p.encode(p.End()) == "\n"
     assert p.encode(p.Stage("timing")) == '{"stage": "timing"}\n'
-    assert p.encode(p.Job({"problem": "x"}, 1.5, False)) == '{"problem": "x", "sent_at": 1.5, "gated": false}\n'
+    config = json.dumps(CONFIG.to_dict())
+    assert p.encode(p.Job({"problem": "x", "config": CONFIG}, 1.5, False)) == (
+        '{"problem": "x", "config": ' + config + ', "sent_at": 1.5, "gated": false}\n')
+    assert p.encode(p.Start(CONFIG, None, 2.0)) == '{"config": ' + config + ', "warm_device": null, "started_at": 2.0}\n'
 
 
 def test_lines_that_are_no_message():

@@ -6,6 +6,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from harness.config import build_config
 from harness import procs
 
 from harness.judge_timing import PairTiming, plausible_sample
@@ -19,7 +20,7 @@ def traced(failure: Verdict):
             raise failure
         return {"ops": ["aten::sigmoid"], "kernels": []}
 
-    return SimpleNamespace(reference_side=contextlib.nullcontext, cfg={"timeout": 1}, expect_ok=expect_ok,
+    return SimpleNamespace(reference_side=contextlib.nullcontext, cfg=build_config().replace(timeout=1.0), expect_ok=expect_ok,
                            ref_sandbox=SimpleNamespace(request=lambda op, timeout: "reference"),
                            sandbox=SimpleNamespace(request=lambda op, timeout: "candidate"),
                            device=torch.device("cpu"), result=SimpleNamespace(backend=None))
@@ -185,8 +186,8 @@ def test_a_candidate_timed_in_single_windows_takes_as_many_a_sample_as_the_refer
     assert pair.calls[1] == ("new", {"allow_graph": True, "windows": None})
 
 
-RESOLUTIONS = {"timing_resolution_pct": 0.5, "batched_resolution_pct": 1.0, "cpu_resolution_pct": 2.0,
-               "host_bound_resolution_pct": 1.5, "host_bound_spread_pct": 8.0}
+RESOLUTIONS = build_config().replace(timing_resolution_pct=0.5, batched_resolution_pct=1.0, cpu_resolution_pct=2.0,
+                                     host_bound_resolution_pct=1.5, host_bound_spread_pct=8.0)
 
 
 def test_graph_timed_and_cpu_pairs_take_resolutions_of_their_own():
@@ -218,10 +219,9 @@ def test_each_sides_window_follows_its_own_copy_of_the_rounds_inputs():
             return [0.5, 0.6] if op == "time" else {}
 
     pair = PairTiming.__new__(PairTiming)
-    pair.cfg = {"min_rounds": 10, "max_rounds": 30, "max_timing_s": 30.0, "target_ci_pct": 1.0, "cpu_target_ci_pct": 3.0,
-                "min_timing_s": 0.0,
-                "timeout": 5.0, "gpu_probe_ms": 0.0, "interference_rounds": 3, "cold_cache": False,
-                "launch_lead_us": 0.0, "compile_baseline": False}
+    pair.cfg = build_config().replace(min_rounds=10, max_rounds=30, max_timing_s=30.0, target_ci_pct=1.0,
+                                      cpu_target_ci_pct=3.0, min_timing_s=0.0, timeout=5.0, gpu_probe_ms=0.0,
+                                      interference_rounds=3, cold_cache=False, launch_lead_us=0.0, compile_baseline=False)
     pair.device, pair.job = torch.device("cpu"), {"secret": 7}
     pair.result = SimpleNamespace(rounds_discarded=None, ref_wall_ms=[], new_wall_ms=[], flags=[], gpu_wait_ms=None,
                                   timed_outputs_checked=None, judge_wall_ms=None, ref_batch=1, ref_timer="perf_counter")
@@ -258,7 +258,7 @@ def test_a_pair_bound_by_the_host_takes_the_host_bound_resolution():
 def test_the_cpu_aims_at_a_ci_of_its_own():
     from harness.judge_timing import target_pct
 
-    cfg = {"target_ci_pct": 1.0, "cpu_target_ci_pct": 3.0}
+    cfg = build_config().replace(target_ci_pct=1.0, cpu_target_ci_pct=3.0)
     assert target_pct(cfg, "perf_counter") == 3.0
     assert target_pct(cfg, "cuda_event") == target_pct(cfg, "cuda_graph") == 1.0
 

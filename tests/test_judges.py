@@ -6,9 +6,8 @@ from types import SimpleNamespace
 
 from support import FAST_CONFIG
 from harness import judges, stages
-from harness.config import build_config
+from harness.config import Config, build_config
 
-JOB = {"problem": "p", "solution": "s"}
 
 
 def fake_judge(tmp_path, script: str) -> judges.Judge:
@@ -16,12 +15,15 @@ def fake_judge(tmp_path, script: str) -> judges.Judge:
     class Fake(judges.Judge):
         command = (sys.executable, "-c", "import sys, json, time\nsys.stdin.readline(); sys.stdin.readline()\n" + script)
 
-    ctx = SimpleNamespace(config={}, device="cpu")
+    ctx = SimpleNamespace(config=config(), device="cpu")
     return Fake(ctx, None, warm=False, log_path=tmp_path / "judge.log")
 
 
-def config(**changes) -> dict:
-    return {**build_config(str(FAST_CONFIG), {"device": "cpu"}), **changes}
+def config(**changes) -> Config:
+    return build_config(str(FAST_CONFIG), {"device": "cpu"}).replace(**changes)
+
+
+JOB = {"problem": "p", "solution": "s", "config": config()}
 
 
 def test_a_stage_past_its_deadline_stops_the_judge_and_names_the_stage(tmp_path):
@@ -85,7 +87,7 @@ def lines_sent(judge) -> list:
 
 def starter_of(tmp_path, monkeypatch, ahead: int = 1, pairs=None) -> judges.JudgeStarter:
     monkeypatch.setattr(judges, "Judge", Ahead)
-    return judges.JudgeStarter(SimpleNamespace(config={}, run_dir=tmp_path, device="cuda:0"), ("cuda:0",), ahead=ahead,
+    return judges.JudgeStarter(SimpleNamespace(config=config(), run_dir=tmp_path, device="cuda:0"), ("cuda:0",), ahead=ahead,
                                pairs=pairs)
 
 
@@ -136,7 +138,7 @@ def test_a_judge_taken_for_a_pair_before_it_warmed_up_is_never_told_to(tmp_path,
 def test_no_more_judges_are_started_than_the_run_has_pairs(tmp_path, monkeypatch):
     """A one-pair run starts one judge: a judge ahead for no pair would only hold three CUDA contexts."""
     monkeypatch.setattr(judges, "Judge", Ahead)
-    starter = judges.JudgeStarter(SimpleNamespace(config={}, run_dir=tmp_path, device="cuda:0"), ("cuda:0",),
+    starter = judges.JudgeStarter(SimpleNamespace(config=config(), run_dir=tmp_path, device="cuda:0"), ("cuda:0",),
                                   ahead=2, pairs=1)
     assert len(starter.ready["cuda:0"]) == 1
     taken = starter.take("cuda:0")

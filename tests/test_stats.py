@@ -3,6 +3,7 @@ import random
 import numpy as np
 import pytest
 
+from harness.config import build_config
 from harness import stats
 
 
@@ -72,7 +73,7 @@ def test_wide_ci_is_not_tight():
     assert not stats.ci_is_tight({"speedup": 1.0, "speedup_ci_low": 0.9, "speedup_ci_high": 1.05}, 1.0)
 
 
-ROUNDS = {"max_rounds": 60, "min_rounds": 10, "max_timing_s": 30.0, "min_timing_s": 0.0, "target_ci_pct": 1.0}
+ROUNDS = build_config().replace(max_rounds=60, min_rounds=10, max_timing_s=30.0, min_timing_s=0.0, target_ci_pct=1.0)
 
 
 def test_alternate_rounds_stops_once_the_ci_is_tight():
@@ -81,7 +82,7 @@ def test_alternate_rounds_stops_once_the_ci_is_tight():
 
 
 def test_alternate_rounds_counts_every_call_a_sample_timed_toward_min_timing():
-    cfg = {**ROUNDS, "max_rounds": 200, "min_timing_s": 0.1}
+    cfg = ROUNDS.replace(max_rounds=200, min_timing_s=0.1)
     ref, _, _ = stats.alternate_rounds(lambda: 2.0, lambda: 1.0, cfg, random.Random(0))
     assert len(ref) == 100  # 1 ms samples of one call: 100 rounds for 100 ms
     ref, _, _ = stats.alternate_rounds(lambda: 2.0, lambda: 1.0, cfg, random.Random(0), calls_per_sample=5)
@@ -92,12 +93,12 @@ def test_alternate_rounds_caps_a_noisy_pair():
     rng = np.random.default_rng(3)
     ref, new, tight = stats.alternate_rounds(lambda: float(rng.uniform(0.5, 1.5)), lambda: float(rng.uniform(0.5, 1.5)),
                                               ROUNDS, random.Random(0))
-    assert not tight and len(ref) == ROUNDS["max_rounds"]
+    assert not tight and len(ref) == ROUNDS.max_rounds
 
 
 def test_a_ci_across_a_gates_bar_gets_more_rounds_until_it_is_decided():
     rng = np.random.default_rng(4)
-    noisy = {**ROUNDS, "gate_timing_s": 30.0}
+    noisy = ROUNDS.replace(gate_timing_s=30.0)
 
     def draws():
         return (lambda: float(rng.uniform(0.9, 1.5)), lambda: float(rng.uniform(0.9, 1.5)))
@@ -112,7 +113,7 @@ def test_a_ci_across_a_gates_bar_gets_more_rounds_until_it_is_decided():
     assert len(ref) == 60  # decided already (the CI clears 0.5): no more rounds
     ref, new, _ = stats.alternate_rounds(*draws(), noisy, random.Random(0), undecided=undecided_at(1.0))
     assert len(ref) == 120  # a true speedup of 1 stays across the bar: up to max_rounds more, then undecided
-    ref, _, _ = stats.alternate_rounds(*draws(), {**noisy, "gate_timing_s": 0.0}, random.Random(0),
+    ref, _, _ = stats.alternate_rounds(*draws(), noisy.replace(gate_timing_s=0.0), random.Random(0),
                                        undecided=undecided_at(1.0))
     assert len(ref) == 60  # gate_timing_s 0: off
 
@@ -120,7 +121,7 @@ def test_a_ci_across_a_gates_bar_gets_more_rounds_until_it_is_decided():
 def test_alternate_rounds_randomizes_the_order_within_rounds():
     order = []
     stats.alternate_rounds(lambda: order.append("ref") or 1.0, lambda: order.append("new") or 1.0,
-                            {**ROUNDS, "min_rounds": 20}, random.Random(1))
+                            ROUNDS.replace(min_rounds=20), random.Random(1))
     firsts = order[0::2]
     assert "ref" in firsts and "new" in firsts
 
@@ -137,7 +138,7 @@ def test_a_a_samples_are_a_tie():
     assert stats.is_tie(stats.speedup_with_ci(samples, list(rng.permutation(samples))))
 
 
-ROUNDS_CFG = {"max_rounds": 200, "min_rounds": 10, "min_timing_s": 0.5, "max_timing_s": 2.0, "target_ci_pct": 1.0}
+ROUNDS_CFG = build_config().replace(max_rounds=200, min_rounds=10, min_timing_s=0.5, max_timing_s=2.0, target_ci_pct=1.0)
 
 
 def test_rounds_stop_on_the_judges_clock_whatever_the_workers_report():
@@ -156,7 +157,7 @@ def test_rounds_stop_on_the_judges_clock_whatever_the_workers_report():
 
 
 def test_a_ci_from_fewer_than_min_rounds_is_never_tight():
-    ref, new, tight = stats.alternate_rounds(lambda: 1.0, lambda: 0.5, {**ROUNDS_CFG, "max_rounds": 3},
+    ref, new, tight = stats.alternate_rounds(lambda: 1.0, lambda: 0.5, ROUNDS_CFG.replace(max_rounds=3),
                                              random.Random(0))
     assert len(ref) == 3 and not tight  # three identical rounds have a zero-width CI, which proves nothing
 
@@ -164,7 +165,7 @@ def test_a_ci_from_fewer_than_min_rounds_is_never_tight():
 def test_dropped_rounds_are_not_kept_and_the_deadline_holds():
     """round_kept rejects every other round: those samples are gone; rejecting all ends at the judge's deadline."""
     verdicts = iter([True, False] * 100)
-    ref, new, _ = stats.alternate_rounds(lambda: 2.0, lambda: 1.0, {**ROUNDS, "max_rounds": 6}, random.Random(0),
+    ref, new, _ = stats.alternate_rounds(lambda: 2.0, lambda: 1.0, ROUNDS.replace(max_rounds=6), random.Random(0),
                                          round_kept=lambda: next(verdicts))
     assert len(ref) == len(new) == 6
     now = [0.0]
@@ -173,6 +174,6 @@ def test_dropped_rounds_are_not_kept_and_the_deadline_holds():
         now[0] += 1.0
         return now[0]
 
-    ref, new, tight = stats.alternate_rounds(lambda: 2.0, lambda: 1.0, {**ROUNDS_CFG, "max_timing_s": 5.0},
+    ref, new, tight = stats.alternate_rounds(lambda: 2.0, lambda: 1.0, ROUNDS_CFG.replace(max_timing_s=5.0),
                                              random.Random(0), clock=clock, round_kept=lambda: False)
     assert ref == new == [] and not tight
