@@ -22,13 +22,6 @@ def trial_seed(secret: int, problem: str, trial: int) -> int:
     return int.from_bytes(digest[:8], "little") & (2**63 - 1)
 
 
-def indexed(device: torch.device) -> torch.device:
-    """cuda -> cuda:N (the current GPU): torch.cuda.set_device and NVML need an index."""
-    if device.type == "cuda" and device.index is None:
-        return torch.device("cuda", torch.cuda.current_device())
-    return device
-
-
 def to_device(x, device: torch.device):
     """Move tensors to the device; leave other values alone."""
     return x.to(device) if isinstance(x, torch.Tensor) else x

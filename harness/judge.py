@@ -23,6 +23,7 @@ from harness import (channel, check, clocks, footprint, handover, inputs as inpu
                      procs, roofline, semantics, stopping, timing)
 from harness.builds import build_failure, candidate_build_env
 from harness.config import Config, PRECISIONS, tolerance_for
+from harness.devices import is_gpu, torch_device
 from harness.judge_timing import PairTiming, release_cached_memory
 from harness.judge_trials import Trials
 from harness.problem_info import free_memory, gib, total_memory
@@ -45,7 +46,7 @@ class PairJudge:
         self.job, self.cfg = job, job["config"]
         self.report = report  # the runner's pipe: each stage is announced there (Reporter.send)
         self.stage = "start"
-        self.device = inputs_mod.indexed(torch.device(job["device"]))
+        self.device = torch_device(job["device"])
         # --precision: float inputs and both models' weights in this dtype (None: as the problem makes them).
         self.dtype = None if self.cfg.precision == "fp32" else getattr(torch, PRECISIONS[self.cfg.precision])
         self.result = Result(problem=job["problem"], solution=job["solution"], status=Status.CORRECT,
@@ -581,7 +582,7 @@ def judge_pair(message: judge_protocol.Job, workers: tuple, helpers: frozenset, 
     waited_s = max(0.0, time.time() - (sent_at or time.time()))  # for a judge still starting up
     report.send(judge_protocol.Workers([w.proc.pid for w in workers]))  # each leads its own process group
     worker_threads = torch.get_num_threads()  # the workers, forked before, keep PyTorch's default
-    if torch.device(job["device"]).type == "cpu":
+    if not is_gpu(job["device"]):
         torch.set_num_threads(1)  # no thread of ours spins beside a timed call (judges.GPU_ENV)
     try:
         judge = PairJudge(job, workers, helpers, report)

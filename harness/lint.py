@@ -14,6 +14,7 @@ from pathlib import Path
 import torch
 
 from harness import check, inputs as inputs_mod, problem_info, semantics
+from harness.devices import torch_device
 from harness.config import Config, build_config, tolerance_for
 from harness.discover import parse_set
 from harness.load import load_module
@@ -88,7 +89,7 @@ def would_pass(ref: torch.Tensor, value: float, cfg: Config, problem: str) -> bo
 
 
 def main(argv: list) -> None:
-    path, device, overrides = Path(argv[0]), torch.device(argv[1]), parse_set(argv[2:])
+    path, device, overrides = Path(argv[0]), torch_device(argv[1]), parse_set(argv[2:])
     print(json.dumps({"problem": path.stem, **lint_problem(path, device, overrides, build_config(None, {}))}))
 
 

@@ -22,6 +22,7 @@ from typing import Optional
 import torch
 
 from harness import channel, confine, handover, procs
+from harness.devices import torch_device
 from harness.procs import make_undumpable
 from harness.verdict import Status
 
@@ -111,7 +112,7 @@ class Sandbox:
 
     def greet(self, device: str, cold_cache: bool, env: dict, timeout: float = 120) -> None:
         """Wait for the worker to connect, then send it its device, timer setting and build environment."""
-        self.outbox = handover.Outbox(torch.device(device))  # what we send this worker, and nothing else
+        self.outbox = handover.Outbox(torch_device(device))  # what we send this worker, and nothing else
         self.connect(timeout)
         self.send_message((device, cold_cache, env))
         self.pause()

@@ -16,7 +16,8 @@ import traceback
 
 from harness import timing  # first: binds the timers before any candidate code can patch them
 from harness import channel, handover, semantics
-from harness.inputs import MovingCopies, indexed
+from harness.devices import torch_device
+from harness.inputs import MovingCopies
 from harness.load import load_module
 
 import torch
@@ -100,7 +101,7 @@ class Worker:
     """Request handlers; each returns a reply: channel.ok(payload) or channel.failed(status, message)."""
 
     def __init__(self, device: str, cold_cache: bool):
-        self.device = indexed(torch.device(device))
+        self.device = torch_device(device)
         if self.device.type == "cuda":
             torch.cuda.set_device(self.device)
         self.timer = timing.Timer(self.device, cold_cache)
