@@ -9,48 +9,32 @@ from typing import Optional
 
 import pandas as pd
 
-from harness import store, verdict
+from harness import records, store, verdict
 from harness.records import Result
 
-# (column, meaning) in file order: the documented schema of leaderboard.csv (docs/leaderboard.md).
-LEADERBOARD_COLUMNS = [
-    ("problem", "problem name (file stem)"),
-    ("rank", "1 = fastest correct candidate of its problem; empty when not correct, or when its speedup is not a "
-             "measurement (noisy_timing, interference)"),
-    ("candidate", "candidate name (file stem)"),
-    ("candidate_set", "the folder the candidate came from (solutions/<problem>/x.py: solutions)"),
-    ("backend", "what the candidate computes with: triton, cuda, cpp or torch (its source, and the runtime trace)"),
-    ("precision", "fp32, fp16 or bf16: the dtype of float inputs and weights (--precision)"),
-    ("status", "correct, incorrect, compile_error, runtime_error, timeout, crash, skipped, or harness_error "
-               "(the harness failed, not the candidate)"),
-    ("flags", "suspicious findings, ';'-separated (README: Statuses and flags)"),
-    ("speedup", "reference time / candidate time: exp(median over rounds of log(ref / new)), each round's pair "
-                "taken back to back"),
-    ("speedup_ci_low", "95% confidence interval of the speedup (a sign test over rounds, widened by the "
-                       "harness's resolution: timing_resolution_pct, batched_resolution_pct or cpu_resolution_pct, at "
-                       "least host_bound_resolution_pct for a pair bound by the host), low end"),
-    ("speedup_ci_high", "the same interval's high end"),
-    ("tie", "true when the speedup is within 2% of 1 and its CI holds 1"),
-    ("ref_ms", "median time of one reference call, milliseconds"),
-    ("new_ms", "median time of one candidate call, milliseconds"),
-    ("sol_pct", "candidate's speed of light: roofline floor time / candidate time, percent"),
-    ("ref_sol_pct", "the same for the reference, percent"),
-    ("gbps", "candidate's achieved bandwidth (inputs + weights + outputs once), GB/s"),
-    ("tflops", "candidate's achieved TFLOP/s (FLOPs counted on the reference); empty for 0 FLOPs"),
-    ("max_abs_err", "worst |candidate - reference| over all correctness trials"),
-    ("new_peak_mb", "peak memory of the candidate's worker, MB (GPU: its caching allocator's peak, the harness's copy "
-                    "of the timing inputs included; CPU: its resident set)"),
-    ("ref_peak_mb", "the same for the reference's worker"),
-    ("judge_peak_mb", "the same for the judge (the reference's outputs, the float64 truth, the inputs it hands out)"),
-    ("gpu", "GPU model (empty on the CPU)"),
-    ("device", "device the pair ran on (cuda:N or cpu)"),
-    ("torch", "torch version of the run"),
-    ("cuda", "CUDA version torch was built with"),
-    ("harness", "git commit of the harness, or sha:<hash of harness/*.py> without a git checkout"),
-    ("date", "UTC date the pair was judged (YYYY-MM-DD)"),
-    ("reason", "one-line reason for a status other than correct, or why a correct candidate's speedup is not ranked"),
-    ("schema_version", "version of the result schema the row was made from (readers refuse others)"),
-]
+# leaderboard.csv's columns in file order: each a Result field of that name (its meaning declared there, its value
+# the record's) or one the board derives (BOARD_ONLY: its meaning here, its value made in `leaderboard`). docs/leaderboard.md's
+# table is made from them (a test checks it).
+LEADERBOARD_ORDER = ["problem", "rank", "candidate", "candidate_set", "backend", "precision", "status", "flags", "speedup",
+                     "speedup_ci_low", "speedup_ci_high", "tie", "ref_ms", "new_ms", "sol_pct", "ref_sol_pct", "gbps",
+                     "tflops", "max_abs_err", "new_peak_mb", "ref_peak_mb", "judge_peak_mb", "gpu", "device", "torch",
+                     "cuda", "harness", "date", "reason", "schema_version"]
+BOARD_ONLY = {
+    "rank": "1 = fastest correct candidate of its problem; empty when not correct, or when its speedup is not a "
+            "measurement (noisy_timing, interference)",
+    "candidate": "candidate name (file stem)",
+    "candidate_set": "the folder the candidate came from (solutions/<problem>/x.py: solutions)",
+    "flags": "suspicious findings, ';'-separated (README: Statuses and flags)",
+    "new_peak_mb": "peak memory of the candidate's worker, MB (GPU: its caching allocator's peak, the harness's copy "
+                   "of the timing inputs included; CPU: its resident set)",
+    "ref_peak_mb": "the same for the reference's worker",
+    "judge_peak_mb": "the same for the judge (the reference's outputs, the float64 truth, the inputs it hands out)",
+    "torch": "torch version of the run",
+    "cuda": "CUDA version torch was built with",
+    "date": "UTC date the pair was judged (YYYY-MM-DD)",
+    "reason": "one-line reason for a status other than correct, or why a correct candidate's speedup is not ranked",
+}
+LEADERBOARD_COLUMNS = [(c, BOARD_ONLY[c] if c in BOARD_ONLY else records.meaning(c)) for c in LEADERBOARD_ORDER]
 FAST_P = (0.0, 1.0, 1.5, 2.0)
 AGGREGATE_COLUMNS = [
     ("candidate_set", "the folder the candidates came from"),
@@ -75,17 +59,14 @@ def leaderboard(results: list[Result], meta: Optional[dict] = None) -> pd.DataFr
     meta = meta or {}
     rows = []
     for r in results:
-        rows.append({
-            "problem": r.problem, "candidate": r.solution, "candidate_set": candidate_set(r), "backend": r.backend,
-            "precision": r.precision or (meta.get("config") or {}).get("precision", "fp32"), "status": r.status.value,
-            "flags": ";".join(sorted(set(r.flags))), "speedup": r.speedup, "speedup_ci_low": r.speedup_ci_low,
-            "speedup_ci_high": r.speedup_ci_high, "tie": r.tie, "ref_ms": r.ref_ms, "new_ms": r.new_ms,
-            "sol_pct": r.sol_pct, "ref_sol_pct": r.ref_sol_pct, "gbps": r.gbps, "tflops": r.tflops,
-            "max_abs_err": r.max_abs_err, **peaks(r.peak_mem_mb), "gpu": r.gpu, "device": r.device,
-            "torch": r.torch_version or meta.get("torch"), "cuda": r.cuda_version or meta.get("cuda_version"),
-            "harness": r.harness or meta_harness(meta), "date": (r.finished_at or meta.get("started") or "")[:10],
-            "reason": r.error or verdict.unranked_reason(r), "schema_version": r.schema_version,
-        })
+        row = {c: getattr(r, c) for c in LEADERBOARD_ORDER if c not in BOARD_ONLY}
+        rows.append({**row, **peaks(r.peak_mem_mb), "candidate": r.solution, "candidate_set": candidate_set(r),
+                     "status": r.status.value, "flags": ";".join(sorted(set(r.flags))),
+                     # records made before a field existed: the run's meta.json has it
+                     "precision": r.precision or (meta.get("config") or {}).get("precision", "fp32"),
+                     "torch": r.torch_version or meta.get("torch"), "cuda": r.cuda_version or meta.get("cuda_version"),
+                     "harness": r.harness or meta_harness(meta), "date": (r.finished_at or meta.get("started") or "")[:10],
+                     "reason": r.error or verdict.unranked_reason(r)})
     frame = pd.DataFrame(rows, columns=[c for c, _ in LEADERBOARD_COLUMNS if c != "rank"])
     frame["_status"] = frame["status"].map(lambda s: STATUS_ORDER.index(s) if s in STATUS_ORDER else len(STATUS_ORDER))
     # A speedup that is no measurement (noisy_timing, interference, timer_tampering, a degenerate problem: verdict.FLAGS)

@@ -25,74 +25,116 @@ def check_schema_version(version: Any, where: str) -> None:
                           f"(results written by another version of the harness: read them with that version)")
 
 
+CSV = ("csv",)  # shown in speedups.csv (and the leaderboard, where boards.LEADERBOARD_ORDER names it)
+
+
+def column(doc: str, default: Any = dataclasses.MISSING, *, factory: Any = dataclasses.MISSING,
+           shown_in: tuple = ()) -> Any:
+    """A Result field with what it means (docs/results.md is made from these: fields_table) and the tables that show
+    it as a column of its own name ("csv": speedups.csv, in declaration order)."""
+    return field(default=default, default_factory=factory, metadata={"doc": doc, "shown_in": shown_in})
+
+
 @dataclass
 class Result:
-    """One line of results.jsonl; field names are part of the CLI contract."""
+    """One line of results.jsonl. Every field is declared here once, with its meaning: the README's contract fields
+    come first, in speedups.csv's order. Adding a column: a field here (and, for the leaderboard, its name in
+    boards.LEADERBOARD_ORDER); its producer sets it."""
 
-    problem: str
-    solution: str
-    status: Status
-    flags: list = field(default_factory=list)
-    error: Optional[str] = None
-    max_abs_err: Optional[float] = None
-    max_rel_err: Optional[float] = None
-    ref_ms: Optional[float] = None
-    new_ms: Optional[float] = None
-    speedup: Optional[float] = None
-    speedup_ci_low: Optional[float] = None
-    speedup_ci_high: Optional[float] = None
-    gbps: Optional[float] = None
-    tflops: Optional[float] = None
-    sol_pct: Optional[float] = None
-    compile_s: Optional[float] = None
-    wall_s: Optional[float] = None
-    device: Optional[str] = None
-    gpu: Optional[str] = None
-    # Provenance and evidence beyond the contract fields.
-    key: Optional[str] = None
-    problem_path: Optional[str] = None
-    solution_path: Optional[str] = None
-    ref_gbps: Optional[float] = None
-    ref_tflops: Optional[float] = None
-    ref_err_vs_fp64: Optional[float] = None
-    new_err_vs_fp64: Optional[float] = None
-    trials: Optional[int] = None
-    tie: Optional[bool] = None
-    ref_sol_pct: Optional[float] = None
-    floor_ms: Optional[float] = None
-    flops: Optional[int] = None  # FLOPs of one reference call (FlopCounterMode), for tflops and the roofline
-    compiled_ms: Optional[float] = None
-    compiled_error: Optional[str] = None
-    cache: Optional[str] = None
-    ref_timer: Optional[str] = None
-    new_timer: Optional[str] = None
-    ref_batch: Optional[int] = None  # calls a sample times: k windows of one call (cuda_event), or k calls a window
-    new_batch: Optional[int] = None
-    orphans_killed: Optional[int] = None  # processes a worker left running, killed when the pair ended
-    timed_outputs_checked: Optional[int] = None  # timing rounds whose candidate output was checked
-    judge_wall_ms: Optional[float] = None  # the judge's own median clock around one candidate timing request
-    rounds_discarded: Optional[int] = None  # timing rounds dropped: another process used the GPU around a window
-    gpu_wait_ms: Optional[float] = None  # time spent before windows waiting for other processes' GPU work to drain
-    clocks: Optional[dict] = None
-    timing_rounds: Optional[int] = None
-    ref_samples_ms: list = field(default_factory=list)
-    new_samples_ms: list = field(default_factory=list)
-    ref_wall_ms: list = field(default_factory=list)
-    new_wall_ms: list = field(default_factory=list)
-    peak_mem_mb: Optional[dict] = None
-    precision: Optional[str] = None  # fp32, fp16 or bf16 (--precision)
-    backend: Optional[str] = None  # triton, cuda, cpp or torch: from the source, and the runtime trace
-    phases_s: Optional[dict] = None  # wall seconds of each judge phase, where the pair's time went
-    overrides: Optional[dict] = None  # the module constants set for this pair (--set, a manifest entry's set)
-    mode: Optional[str] = None  # the modules' mode: `constructed` (KernelBench's: training unless __init__ says) or eval
-    problem_findings: list = field(default_factory=list)  # what makes the problem degenerate (the lint's findings)
-    notes: list = field(default_factory=list)  # how the pair was judged where it differs from the usual
-    # Provenance per record, so that tables rebuild from results.jsonl alone.
-    torch_version: Optional[str] = None
-    cuda_version: Optional[str] = None
-    harness: Optional[str] = None  # git commit, or sha:<hash of harness/*.py> without a git checkout
-    finished_at: Optional[str] = None  # UTC, ISO 8601
-    schema_version: int = SCHEMA_VERSION
+    problem: str = column("problem name (file stem)", shown_in=CSV)
+    solution: str = column("candidate name (file stem)", shown_in=CSV)
+    status: Status = column("the verdict: correct, incorrect, compile_error, runtime_error, timeout, crash, skipped, or "
+                            "harness_error (the harness failed, not the candidate)", shown_in=CSV)
+    flags: list = column("suspicious findings (README: Statuses and flags)", factory=list, shown_in=CSV)
+    speedup: Optional[float] = column("reference time / candidate time: exp(median over rounds of log(ref / new)), "
+                                      "each round's pair taken back to back", None, shown_in=CSV)
+    speedup_ci_low: Optional[float] = column("95% confidence interval of the speedup (a sign test over rounds, "
+                                             "widened by the harness's resolution: timing_resolution_pct, "
+                                             "batched_resolution_pct or cpu_resolution_pct, at least "
+                                             "host_bound_resolution_pct for a pair bound by the host), low end", None,
+                                             shown_in=CSV)
+    speedup_ci_high: Optional[float] = column("the same interval's high end", None, shown_in=CSV)
+    tie: Optional[bool] = column("true when the speedup is within 2% of 1 and its CI holds 1", None, shown_in=CSV)
+    ref_ms: Optional[float] = column("median time of one reference call, milliseconds", None, shown_in=CSV)
+    new_ms: Optional[float] = column("median time of one candidate call, milliseconds", None, shown_in=CSV)
+    max_abs_err: Optional[float] = column("worst |candidate - reference| over all correctness trials", None,
+                                          shown_in=CSV)
+    max_rel_err: Optional[float] = column("worst |candidate - reference| / max(|reference|, atol) over all trials",
+                                          None, shown_in=CSV)
+    gbps: Optional[float] = column("candidate's achieved bandwidth (inputs + weights + outputs, once each), GB/s", None,
+                                   shown_in=CSV)
+    tflops: Optional[float] = column("candidate's achieved TFLOP/s (FLOPs counted on the reference with "
+                                     "FlopCounterMode); empty for 0 FLOPs", None, shown_in=CSV)
+    sol_pct: Optional[float] = column("candidate's speed of light: roofline floor time / candidate time, percent", None,
+                                      shown_in=CSV)
+    ref_sol_pct: Optional[float] = column("the same for the reference, percent", None, shown_in=CSV)
+    compile_s: Optional[float] = column("seconds spent in extension builds, in the build stage or the evaluation "
+                                        "(near 0 on a build-cache hit)", None, shown_in=CSV)
+    wall_s: Optional[float] = column("wall time of the pair's evaluation (the build stage, run ahead, is in "
+                                     "phases_s.build_stage)", None, shown_in=CSV)
+    device: Optional[str] = column("device the pair ran on (cuda:N or cpu)", None, shown_in=CSV)
+    gpu: Optional[str] = column("GPU model (empty on the CPU)", None, shown_in=CSV)
+    error: Optional[str] = column("one-line reason for a status other than correct", None, shown_in=CSV)
+    # Evidence and provenance beyond the contract fields.
+    key: Optional[str] = column("what --resume matches: the problem's and the candidate's sha256 and the config's "
+                                "hash", None)
+    problem_path: Optional[str] = column("the problem file judged", None)
+    solution_path: Optional[str] = column("the candidate file judged", None)
+    overrides: Optional[dict] = column("the module constants set for this pair (--set, a manifest entry's set)", None)
+    ref_gbps: Optional[float] = column("the reference's achieved bandwidth, GB/s", None)
+    ref_tflops: Optional[float] = column("the reference's achieved TFLOP/s", None)
+    flops: Optional[int] = column("FLOPs of one reference call (FlopCounterMode, counted once per problem in a run)",
+                                  None)
+    floor_ms: Optional[float] = column("the roofline floor of one call: the larger of bytes / peak bandwidth and FLOPs "
+                                       "/ peak FLOP/s, ms", None)
+    ref_err_vs_fp64: Optional[float] = column("the reference's worst error against the float64 truth, in tolerances "
+                                              "(null: not finite, or no truth)", None)
+    new_err_vs_fp64: Optional[float] = column("the same for the candidate", None)
+    trials: Optional[int] = column("correctness trials run", None)
+    compiled_ms: Optional[float] = column("torch.compile baseline's median time, ms (compile_baseline on)", None)
+    compiled_error: Optional[str] = column("why the torch.compile baseline failed", None)
+    cache: Optional[str] = column("cold or hot cache in timed calls", None)
+    ref_timer: Optional[str] = column("the reference's timing method (cuda_event, cuda_graph, perf_counter)", None)
+    new_timer: Optional[str] = column("the candidate's timing method", None)
+    ref_batch: Optional[int] = column("calls a reference sample times: k windows of one call (cuda_event), or k calls "
+                                      "a window", None)
+    new_batch: Optional[int] = column("the same for the candidate", None)
+    orphans_killed: Optional[int] = column("processes the candidate left running, killed when the pair ended", None)
+    timed_outputs_checked: Optional[int] = column("timing rounds whose candidate output the judge checked", None)
+    judge_wall_ms: Optional[float] = column("the judge's own median clock around one candidate timing request, ms",
+                                            None)
+    rounds_discarded: Optional[int] = column("timing rounds dropped because another process used the GPU around "
+                                             "their windows", None)
+    gpu_wait_ms: Optional[float] = column("milliseconds spent before windows probing the GPU and waiting for other "
+                                          "processes' work to drain (GPU only)", None)
+    clocks: Optional[dict] = column("NVML clocks (MHz, min and max) and throttle reasons during the timing", None)
+    timing_rounds: Optional[int] = column("timing rounds run", None)
+    ref_samples_ms: list = column("the reference's raw samples: one call's time each (ms)", factory=list)
+    new_samples_ms: list = column("the candidate's raw samples", factory=list)
+    ref_wall_ms: list = column("host wall time around each reference sample (ms)", factory=list)
+    new_wall_ms: list = column("the same for the candidate", factory=list)
+    peak_mem_mb: Optional[dict] = column("peak memory (MB) of the judge, the candidate's worker and the "
+                                         "reference_worker: on a GPU each caching allocator's peak, on the CPU the "
+                                         "resident set", None)
+    precision: Optional[str] = column("fp32, fp16 or bf16: the dtype of float inputs and weights (--precision)", None)
+    backend: Optional[str] = column("what the candidate computes with: triton, cuda, cpp or torch (its source, and the "
+                                    "runtime trace)", None)
+    phases_s: Optional[dict] = column("where the pair's time went, wall seconds per stage (`build_stage`, "
+                                      "`judge_start`, `reference`, `build`, `workers`, `correctness`, "
+                                      "`timing_setup`, `timing`, `finish`, `judge_exit`); dotted names are parts of "
+                                      "their parent, but for `judge_start.*`: the judge's own start-up steps, mostly "
+                                      "before its pair was sent", None)
+    mode: Optional[str] = column("the modules' mode: constructed (KernelBench's: training unless __init__ says) or "
+                                 "eval", None)
+    problem_findings: list = column("what makes the problem degenerate (the lint's findings)", factory=list)
+    notes: list = column("how the pair was judged where that differs from the usual (a random reference, wide inputs "
+                         "the reference rejected, ...)", factory=list)
+    torch_version: Optional[str] = column("torch version of the run", None)
+    cuda_version: Optional[str] = column("CUDA version torch was built with", None)
+    harness: Optional[str] = column("git commit of the harness, or sha:<hash of harness/*.py> without a clean "
+                                    "checkout", None)
+    finished_at: Optional[str] = column("UTC time the pair ended (ISO 8601)", None)
+    schema_version: int = column("version of the result schema (readers refuse others)", SCHEMA_VERSION)
 
     def __post_init__(self):
         self.status = Status(self.status)  # a str from JSON; an unknown one is a ValueError
@@ -108,6 +150,27 @@ class Result:
         """Build a Result from a JSON object of this schema version, ignoring fields this version does not know."""
         known = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def shown_in(table: str) -> list[str]:
+    """The Result fields a table shows as columns of their own name, in declaration order."""
+    return [f.name for f in dataclasses.fields(Result) if table in f.metadata["shown_in"]]
+
+
+def meaning(name: str) -> str:
+    """What a Result field means."""
+    return next(f.metadata["doc"] for f in dataclasses.fields(Result) if f.name == name)
+
+
+def fields_table() -> str:
+    """docs/results.md's table of the fields of results.jsonl, made from Result."""
+    return meanings_table("field", [(f.name, f.metadata["doc"]) for f in dataclasses.fields(Result)])
+
+
+def meanings_table(heading: str, meanings: list) -> str:
+    """A markdown table of (name, meaning) rows, as the docs show columns and fields."""
+    rows = [f"| `{name}` | {text.replace('|', chr(92) + '|')} |" for name, text in meanings]
+    return "\n".join([f"| {heading} | meaning |", "|---|---|", *rows]) + "\n"
 
 
 def read_results(path: Path) -> tuple[list[Result], int]:

@@ -7,12 +7,10 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from harness import store, verdict
+from harness import records, store, verdict
 from harness.records import Result
 
-CSV_COLUMNS = ["problem", "solution", "status", "flags", "speedup", "speedup_ci_low", "speedup_ci_high", "tie",
-               "ref_ms", "new_ms", "max_abs_err", "max_rel_err", "gbps", "tflops", "sol_pct", "ref_sol_pct",
-               "compile_s", "wall_s", "device", "gpu", "error"]
+CSV_COLUMNS = records.shown_in("csv")  # the README's contract fields, declared in records.Result
 STATUS_STYLE = {"correct": "green", "incorrect": "red", "compile_error": "magenta", "runtime_error": "red",
                 "timeout": "yellow", "crash": "bold red", "skipped": "dim",
                 "harness_error": "bold yellow on red"}

@@ -1,4 +1,5 @@
 """The result schema: statuses typed, JSON round trips, and versions checked when results are read."""
+import dataclasses
 import json
 
 import pytest
@@ -56,18 +57,22 @@ def test_a_record_that_is_no_result_is_a_schema_error(tmp_path):
         records.read_results(path)
 
 
-def test_every_result_field_is_in_the_readmes_table_and_every_named_one_exists():
-    """The README's table of results.jsonl fields and the Result dataclass agree, both ways."""
-    import dataclasses
-    import re
+def test_the_docs_table_of_fields_is_made_from_the_result_declaration():
+    """docs/results.md holds records.fields_table() as it is now: a field added to Result without its doc fails here."""
     from pathlib import Path
 
-    from harness.records import Result
+    from harness import records
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    table = readme[readme.index("Fields of `results.jsonl`"):readme.index("## Configuration")]
-    named = {name for row in table.splitlines() if row.startswith("| `")
-             for name in re.findall(r"`(\w+)`", row.split(" | ")[0])}
-    fields = {f.name for f in dataclasses.fields(Result)}
-    assert fields - named == set(), "fields the README does not describe"
-    assert named - fields == set(), "the README describes fields that do not exist"
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "results.md").read_text()
+    assert records.fields_table() in docs, "regenerate the table: python -c 'from harness import records; print(records.fields_table())'"
+    assert all(f.metadata["doc"] for f in dataclasses.fields(records.Result))
+
+
+def test_speedups_csv_shows_the_readmes_contract_fields_in_order():
+    from harness import records, report
+
+    contract = ["problem", "solution", "status", "flags", "speedup", "speedup_ci_low", "speedup_ci_high", "tie",
+                "ref_ms", "new_ms", "max_abs_err", "max_rel_err", "gbps", "tflops", "sol_pct", "ref_sol_pct",
+                "compile_s", "wall_s", "device", "gpu", "error"]
+    assert report.CSV_COLUMNS == records.shown_in("csv") == contract
+
