@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 import time
@@ -21,27 +20,11 @@ from typing import Optional
 from harness.config import Config
 from harness.devices import is_gpu
 from harness.discover import sha256_text
+from harness.extensions import candidate_build_env
 from harness.records import Result, failure, one_line
 from harness.verdict import Status
 
-BUILD_FAILURE = re.compile(r"Error building extension '[^']*'")
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def first_compiler_error(log: str) -> str:
-    """': file:line: error: ...' for the first compiler error in a build log, or ''."""
-    match = (re.search(r"([^\s/]+:\d+(?::\d+)?:\s*(?:fatal )?error[: ].*)", log)
-             or re.search(r"((?:\S+: )?error: .*)", log))
-    return f": {match.group(1).strip()}" if match else ""
-
-
-def build_failure(message: str, log: str) -> Optional[str]:
-    """torch's "Error building extension 'x'" message (which quotes the whole build log) cut to its gist, the
-    first compiler error in it or in the worker's `log`; None when the message is no failed build."""
-    found = BUILD_FAILURE.search(message)
-    if not found:
-        return None
-    return message[:found.end()] + first_compiler_error(message[found.end():] + "\n" + log)
 
 
 def pool_size(cfg: Config) -> int:
@@ -100,11 +83,6 @@ def toolchain_root(cache_dir: Path, torch_version: str, cuda_version: Optional[s
 def source_folder(root: Path, source: str) -> Path:
     """Where one candidate's extensions are built: a folder per content of its source."""
     return Path(root) / sha256_text(source)[:16]
-
-
-def candidate_build_env(build_dir: str) -> dict:
-    """Where a candidate's builds go: torch extensions, and Triton's cache kept per candidate too."""
-    return {"TORCH_EXTENSIONS_DIR": build_dir, "TRITON_CACHE_DIR": os.path.join(build_dir, "triton")}
 
 
 def build(job: dict) -> dict:

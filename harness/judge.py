@@ -21,7 +21,7 @@ from torch.utils.flop_counter import FlopCounterMode  # imported ahead of the pa
 
 from harness import (channel, check, clocks, footprint, handover, inputs as inputs_mod, judge_protocol, problem_info,
                      procs, roofline, semantics, stopping, timing)
-from harness.builds import build_failure, candidate_build_env
+from harness.extensions import build_failure, candidate_build_env
 from harness.config import Config, PRECISIONS, tolerance_for
 from harness.devices import is_gpu, torch_device
 from harness.judge_timing import PairTiming, release_cached_memory

@@ -6,7 +6,7 @@ import sys
 from support import FAST_CONFIG, FIXTURES, ROOT
 from harness import builds, discover
 from harness.config import build_config
-from harness.builds import first_compiler_error
+from harness.extensions import first_compiler_error
 
 
 def test_build_stage_builds_ahead_and_fails_early(tmp_path):

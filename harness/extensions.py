@@ -1,0 +1,30 @@
+"""A candidate's extension builds, as the judge and the build stage both see them: where they go, and the gist of a
+failed one."""
+from __future__ import annotations
+
+import os
+import re
+from typing import Optional
+
+BUILD_FAILURE = re.compile(r"Error building extension '[^']*'")
+
+
+def candidate_build_env(build_dir: str) -> dict:
+    """Where a candidate's builds go: torch extensions, and Triton's cache kept per candidate too."""
+    return {"TORCH_EXTENSIONS_DIR": build_dir, "TRITON_CACHE_DIR": os.path.join(build_dir, "triton")}
+
+
+def first_compiler_error(log: str) -> str:
+    """': file:line: error: ...' for the first compiler error in a build log, or ''."""
+    match = (re.search(r"([^\s/]+:\d+(?::\d+)?:\s*(?:fatal )?error[: ].*)", log)
+             or re.search(r"((?:\S+: )?error: .*)", log))
+    return f": {match.group(1).strip()}" if match else ""
+
+
+def build_failure(message: str, log: str) -> Optional[str]:
+    """torch's "Error building extension 'x'" message (which quotes the whole build log) cut to its gist, the
+    first compiler error in it or in the worker's `log`; None when the message is no failed build."""
+    found = BUILD_FAILURE.search(message)
+    if not found:
+        return None
+    return message[:found.end()] + first_compiler_error(message[found.end():] + "\n" + log)
