@@ -37,7 +37,7 @@ def probe_environment(device: str = "auto") -> dict:
     """torch and GPU facts, read in a child process so that this one never initialises CUDA. For a CPU run
     (`device` "cpu") the GPUs are not probed, and torch's versions are read from its version file: the child's
     import of torch is seconds of every run.py."""
-    if not is_gpu(device) and (facts := cpu_facts()) is not None:
+    if device == "cpu" and (facts := cpu_facts()) is not None:  # ("auto" may be a GPU: probed)
         return facts
     out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=300)
     if out.returncode != 0:

@@ -1,4 +1,7 @@
 """The machine: devices resolved strictly (always an indexed cuda:N), and the default command's device."""
+import json
+from types import SimpleNamespace
+
 import pytest
 
 from support import FIXTURES, NoJudges
@@ -57,3 +60,20 @@ def test_a_cpu_run_reads_torchs_versions_without_the_probe():
     light, full = environment.probe_environment("cpu"), environment.probe_environment("auto")
     assert (light["torch"], light["cuda_version"]) == (full["torch"], full["cuda_version"])
     assert light["gpus"] == [] and light["cuda_available"] is False
+
+
+def test_auto_and_cuda_probe_the_gpus_and_only_cpu_skips_the_probe(monkeypatch):
+    """A run with the default device (auto) must see the GPUs: a change that read `auto` as the CPU ran a whole GPU
+    sweep on the CPU."""
+    probed = []
+
+    def fake_run(*args, **kwargs):
+        probed.append(True)
+        return SimpleNamespace(returncode=0, stdout=json.dumps(ONE_GPU) + "\n", stderr="")
+
+    monkeypatch.setattr(environment.subprocess, "run", fake_run)
+    for device in ("auto", "cuda", "cuda:0"):
+        assert environment.probe_environment(device)["cuda_available"], device
+    assert len(probed) == 3
+    environment.probe_environment("cpu")
+    assert len(probed) == 3
