@@ -20,7 +20,7 @@ from typing import Optional
 from harness.config import Config
 from harness.devices import is_gpu
 from harness.discover import sha256_text
-from harness.extensions import candidate_build_env
+from harness.extensions import build_failure, candidate_build_env
 from harness.records import Result, failure, one_line
 from harness.verdict import Status
 

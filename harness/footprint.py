@@ -1,6 +1,6 @@
 """The harness's own GPU memory for one pair, as multiples of the problem's bytes (inputs I, the output O, weights W,
 from the meta device: problem_info.Sizes), and the room a pair keeps for the candidate: the budget the README states,
-the pre-flight check before a GPU pair (judge.check_memory), and the out-of-memory rule (judge.blame_for_memory).
+the pre-flight check before a GPU pair (judge_memory.PairMemory.check), and the out-of-memory rule (PairMemory.blame).
 
 What each process of the harness holds at its peak, every guarantee kept:
 - the judge, correctness: the float64 truth is computed first in a trial, with nothing else of the trial resident

@@ -19,14 +19,15 @@ from pathlib import Path
 import torch
 from torch.utils.flop_counter import FlopCounterMode  # imported ahead of the pair: it takes a while
 
-from harness import (channel, check, clocks, footprint, handover, inputs as inputs_mod, judge_protocol, problem_info,
+from harness import (channel, check, footprint, handover, inputs as inputs_mod, judge_protocol, problem_info,
                      procs, roofline, semantics, stopping, timing)
 from harness.extensions import build_failure, candidate_build_env
 from harness.config import Config, PRECISIONS, tolerance_for
 from harness.devices import is_gpu, torch_device
+from harness.judge_memory import PairMemory, dump_memory_history, record_memory_history
 from harness.judge_timing import PairTiming, release_cached_memory
 from harness.judge_trials import Trials
-from harness.problem_info import free_memory, gib, total_memory
+from harness.problem_info import free_memory, gib
 from harness.load import load_module
 from harness.records import Result, failure, one_line
 from harness.verdict import Status, Verdict
@@ -57,9 +58,7 @@ class PairJudge:
         # The reference's worker's scheduling before candidate code ran: PairTiming checks that it changes only by our hand.
         self.ref_schedule = None  # procs.Schedule
         self.truth_model = None
-        self.sizes = None  # problem_info.Sizes, from the meta device (load_problem)
-        self.reference_call_peak = 0  # GPU bytes a reference call allocated beyond its inputs and weights (measured_call)
-        self.peak_reserved = 0  # this process's peak before measured_call reset torch's
+        self.memory = PairMemory(self.device, "", job.get("overrides") or {}, None)  # sized in load_problem
         self.on_reference_side = False  # inside reference_side(): a worker's failure there is the reference's
         self.gated = False  # the runner says when to time (judge_protocol.Go): judges ahead may be starting CUDA
         self.constructed_buffers = {}
@@ -82,10 +81,11 @@ class PairJudge:
                     raise inputs_mod.ProblemError(f"defines no {name}")
         except Exception as exc:
             raise self.problem_failed("its file", exc) from None
-        self.sizes = problem_info.sizes(self.problem, self.dtype)  # None: not sizable on the meta device
+        # Sized on the meta device (None: not sizable there).
+        self.memory = PairMemory(self.device, source, self.job["overrides"], problem_info.sizes(self.problem, self.dtype))
 
     def build_reference(self) -> None:
-        """Build Model under the init seed (after check_memory: a model of many GiB of weights took 22 s to build on
+        """Build Model under the init seed (after the pre-flight check, PairMemory.check: a model of many GiB of weights took 22 s to build on
         the H100 before a pair it could not hold was skipped)."""
         try:
             self.init_args = inputs_mod.init_inputs(self.problem)
@@ -104,7 +104,7 @@ class PairJudge:
         drew random numbers (random_reference). FLOPs counted on request: FlopCounterMode's first use imports
         torch._dynamo, seconds of CPU, so only pairs that reach timing, and the run's first for each problem, pay."""
         try:
-            with self.measured_call():
+            with self.memory.measured_call():
                 return self.reference_call(inputs, seed, count_flops, watch_rng)
         except torch.cuda.OutOfMemoryError:
             raise  # whose memory it was is decided in run()
@@ -124,23 +124,6 @@ class PairJudge:
             out = semantics.call(self.model, inputs, seed)
         self.flops = counter.get_total_flops()
         return out
-
-    @contextlib.contextmanager
-    def measured_call(self):
-        """A reference call's own peak GPU memory, beyond what was allocated before it (its output, temporaries and
-        workspaces): the candidate's allowance counts it (a cuDNN convolution of KernelBench's took 17.5 GiB of
-        workspace in an A/A candidate's worker, which the problem's sizes alone allowed 1.8 GiB)."""
-        if self.device.type != "cuda":
-            yield
-            return
-        self.peak_reserved = max(self.peak_reserved, torch.cuda.max_memory_reserved(self.device))
-        torch.cuda.reset_peak_memory_stats(self.device)
-        before = torch.cuda.memory_allocated(self.device)
-        try:
-            yield
-        finally:
-            peak = torch.cuda.max_memory_allocated(self.device) - before
-            self.reference_call_peak = max(self.reference_call_peak, peak)
 
     def truth_first(self, trial: int, wide: bool, seed: int | None):
         """The trial's float64 truth (the reference model in float64, check.stored_truth) and a fingerprint of the
@@ -163,7 +146,7 @@ class PairJudge:
         device's free memory (the result's notes say so, once)."""
         if not self.cfg.fp64_truth or self.random_reference:
             return None
-        size = self.sizes
+        size = self.memory.sizes
         need = 2 * (size.inputs + size.outputs + size.weights) if size else 2 * inputs_mod.nbytes(inputs)
         free = free_memory(self.device)
         if need > self.cfg.fp64_memory_fraction * free:
@@ -196,21 +179,6 @@ class PairJudge:
         if self.device.type == "cpu" and NO_CUDA.search(message):
             return Verdict(Status.SKIPPED, f"the problem needs a CUDA GPU, device is cpu ({where}: {message})")
         return Verdict(Status.HARNESS_ERROR, f"the problem failed, not the candidate: {where} raised {message}")
-
-    def check_memory(self) -> None:
-        """A pair the device cannot hold is skipped here, in seconds, with the figures and the --set to shrink it. On
-        a GPU: the harness's budget and room for the candidate (footprint.pair_need); left to run, a judge out of
-        memory would end it later, and an honest candidate's worker might be the one to fail. On the CPU: the host's
-        memory (problem_info.host_need); left to run, the out-of-memory killer ends it a minute later (full-size
-        sigmoid, 6 GiB a tensor, on a 23 GiB machine), and may take another of the user's processes first."""
-        need = footprint.pair_need if self.device.type == "cuda" else problem_info.host_need
-        shortfall = problem_info.memory_shortfall(self.sizes, self.problem_source, self.job["overrides"],
-                                                  free_memory(self.device), need)
-        if shortfall:
-            raise Verdict(Status.SKIPPED, shortfall)
-        if self.device.type == "cuda" and self.sizes is not None and self.report is not None:
-            needed, total = need(self.sizes)[0], total_memory(self.device)
-            self.report.send(judge_protocol.Footprint(needed >> 20, total >> 20, footprint.crowds_the_gpu(needed, total)))
 
     # -- the candidate side ------------------------------------------------------------------------
 
@@ -280,22 +248,8 @@ class PairJudge:
             raise Verdict(Status.SKIPPED, f"needs a CUDA GPU, device is cpu ({message})")
         if (status == Status.RUNTIME_ERROR and self.device.type == "cuda" and not self.on_reference_side
                 and OUT_OF_MEMORY.search(message)):
-            raise self.worker_out_of_memory(message)
+            raise self.memory.worker_out_of_memory(message)
         raise Verdict(status, message)
-
-    def worker_out_of_memory(self, message: str) -> Verdict:
-        """A worker's call ran out of GPU memory: the candidate's runtime_error when what it held and asked for, less
-        the harness's share of its worker, exceeds its allowance (footprint.candidate_allowance, with the reference's
-        measured call); within it, the device had no room for an honest candidate beside the harness: skipped."""
-        demand = oom_demand(message)
-        if demand is None or self.sizes is None:  # torch's figures or the problem's sizes missing: as it was raised
-            return Verdict(Status.RUNTIME_ERROR, message)
-        own, allowance, its_doing = footprint.candidates_own(self.sizes, demand, self.reference_call_peak)
-        if its_doing:
-            return Verdict(Status.RUNTIME_ERROR, f"{message} (it held and asked for {gib(own)} of its own, over its "
-                                                 f"allowance of {gib(allowance)})")
-        return too_small(self, f"{message} (it held and asked for {gib(own)} of its own, within its allowance of "
-                              f"{gib(allowance)}: the GPU had no room for it beside the harness)")
 
     def run_candidate(self, shared: list, ref_out, seed: int) -> dict:
         """One candidate call on the shared inputs, the RNG seeded as for the reference's call; its reply,
@@ -337,23 +291,9 @@ class PairJudge:
             self.on_reference_side = False
 
     def blame_for_memory(self, message: str) -> Verdict | None:
-        """The verdict when the judge or the reference's worker ran out of GPU memory: the candidate's runtime_error
-        when its worker held more of its own (beyond the harness's share there, footprint.candidate_share) than its
-        allowance (footprint.candidate_allowance), else skipped (too_small), with the figures; None when the message is
-        no GPU out-of-memory."""
-        if self.device.type != "cuda" or not OUT_OF_MEMORY.search(message):
-            return None
-        held = clocks.gpu_memory_of_groups(self.device.index or 0, [self.sandbox.proc.pid, self.ref_sandbox.proc.pid])
-        if held is None or self.sizes is None:  # NVML cannot say per process here, or the problem was not sized
-            return too_small(self, f"{message} (the candidate's share of the GPU could not be measured, so it is not "
-                                  f"blamed)")
-        candidate, reference = held
-        own, allowance, its_doing = footprint.candidates_own(self.sizes, candidate, self.reference_call_peak)
-        figures = (f"the candidate's worker held {gib(candidate)} ({gib(own)} its own; allowance {gib(allowance)}), "
-                   f"the reference's {gib(reference)}, this judge {gib(reserved_here(self.device))}")
-        if its_doing:
-            return Verdict(Status.RUNTIME_ERROR, f"{figures} when the harness ran out of GPU memory: {message}")
-        return too_small(self, f"{message} ({figures})")
+        """Whose an out-of-memory of the judge or the reference's worker was (PairMemory.blame); None when the message
+        is no GPU out-of-memory."""
+        return self.memory.blame(message, self.sandbox.proc.pid, self.ref_sandbox.proc.pid)
 
     # -- correctness (judge_trials.Trials) --------------------------------------------------------
 
@@ -407,7 +347,7 @@ class PairJudge:
         try:
             with self.phase("reference"):
                 self.load_problem()
-                self.check_memory()
+                self.memory.check(self.report)
                 self.build_reference()
             with self.phase("build"):
                 self.import_both()
@@ -452,34 +392,10 @@ class PairJudge:
         with self.phase("finish.orphans"):
             self.result.orphans_killed = kill_orphans(self.helpers) or None  # processes the workers left behind
         dump_memory_history(self.device, f"{self.job['problem']}__{self.job['solution']}")
-        peak_mb = max(self.peak_reserved / 2**20, timing.peak_memory_mb(self.device))  # (peak_reserved: 0 on the CPU)
+        peak_mb = max(self.memory.peak_reserved / 2**20, timing.peak_memory_mb(self.device))  # (peak_reserved: 0 on the CPU)
         self.result.peak_mem_mb = {"judge": round(peak_mb, 1),
                                    "worker": reported_peak(infos.get("candidate")),
                                    "reference_worker": reported_peak(infos.get("reference"))}
-
-
-def too_small(judge: PairJudge, message: str) -> Verdict:
-    """A GPU out of memory that is not the candidate's doing: this device cannot judge the pair at these sizes
-    (skipped, as the pre-flight check would have, had it known the forward's temporaries), never harness_error."""
-    return Verdict(Status.SKIPPED, f"the GPU ran out of memory, not by the candidate's doing: {message}; "
-                                   f"{problem_info.shrink_hint(judge.problem_source, judge.job['overrides'])}")
-
-
-MEMORY_HISTORY = "HARNESS_MEMORY_HISTORY"  # a folder: each judge's GPU memory history goes there (bench/memory_footprint.py)
-
-
-def record_memory_history(device: torch.device) -> None:
-    """With HARNESS_MEMORY_HISTORY set, record every GPU allocation of this process with its stack (slows it down)."""
-    if os.environ.get(MEMORY_HISTORY) and device.type == "cuda":
-        torch.cuda.memory._record_memory_history(max_entries=1_000_000)
-
-
-def dump_memory_history(device: torch.device, name: str) -> None:
-    """The recorded history to HARNESS_MEMORY_HISTORY/<name>.pickle (torch.cuda.memory._dump_snapshot's format)."""
-    folder = os.environ.get(MEMORY_HISTORY)
-    if folder and device.type == "cuda":
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        torch.cuda.memory._dump_snapshot(str(Path(folder) / f"{name}.pickle"))
 
 
 def reported_peak(info):
@@ -488,24 +404,6 @@ def reported_peak(info):
         return round(float(info["peak_mem_mb"]), 1)
     except (TypeError, KeyError, ValueError):
         return None
-
-
-UNITS = {"B": 1, "bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
-
-
-def oom_demand(message: str):
-    """From torch's CUDA out-of-memory message: what the failing process's PyTorch had allocated plus what it asked
-    for, in bytes; None when the message lacks either figure."""
-    tried = re.search(r"Tried to allocate ([\d.]+) (B|bytes|KiB|MiB|GiB|TiB)", message)
-    held = re.search(r"([\d.]+) (B|bytes|KiB|MiB|GiB|TiB) is allocated by PyTorch", message)
-    if not tried or not held:
-        return None
-    return int(float(tried[1]) * UNITS[tried[2]] + float(held[1]) * UNITS[held[2]])
-
-
-def reserved_here(device: torch.device) -> int:
-    """GPU memory this process's caching allocator holds (0 where CUDA is not started)."""
-    return torch.cuda.memory_reserved(device) if torch.cuda.is_initialized() else 0
 
 
 def gpu_name(device: torch.device):

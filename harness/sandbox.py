@@ -19,8 +19,6 @@ import warnings
 from pathlib import Path
 from typing import Optional
 
-import torch
-
 from harness import channel, confine, handover, procs
 from harness.devices import torch_device
 from harness.procs import make_undumpable

@@ -13,7 +13,8 @@ HARNESS = Path(__file__).resolve().parents[1] / "harness"
 LAYERS = {
     "runner": {"cli", "runner", "schedulers", "judges", "judge_factory", "builds", "environment", "report", "boards",
                "gate"},
-    "judge": {"judge", "judge_trials", "judge_timing", "sandbox", "footprint", "roofline", "gpu_probe", "lint"},
+    "judge": {"judge", "judge_trials", "judge_timing", "judge_memory", "sandbox", "footprint", "roofline", "gpu_probe",
+              "lint"},
     "worker": {"worker", "timing"},
     "shared": {"channel", "check", "clocks", "config", "confine", "devices", "discover", "errors", "extensions",
                "handover", "inputs", "judge_protocol", "load", "problem_info", "procs", "records", "semantics", "stages",

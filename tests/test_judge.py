@@ -35,35 +35,30 @@ def test_a_failure_of_the_judge_is_a_harness_error_not_the_candidates(tmp_path):
 
 
 def test_out_of_memory_is_the_candidates_only_beyond_its_allowance(monkeypatch):
-    """blame_for_memory: the candidate's worker's memory, less the harness's share there (its copy of the inputs),
+    """PairMemory.blame: the candidate's worker's memory, less the harness's share there (its copy of the inputs),
     against its allowance (twice a reference-sized call, plus 1 GiB); without NVML's figures nobody is blamed."""
-    from types import SimpleNamespace
-
     import torch
 
     from harness import clocks
-    from harness.judge import PairJudge
+    from harness.judge_memory import PairMemory
     from harness.problem_info import Sizes
 
     sigmoid = Sizes(inputs=6 << 30, outputs=6 << 30, weights=0, output_dtypes=(torch.float32,))  # full size
-    judge = SimpleNamespace(device=torch.device("cuda", 0), sandbox=SimpleNamespace(proc=SimpleNamespace(pid=11)),
-                            ref_sandbox=SimpleNamespace(proc=SimpleNamespace(pid=22)), sizes=sigmoid,
-                            reference_call_peak=0, problem_source="batch_size = 4096\ndim = 393216\n",
-                            job={"overrides": {}})
+    memory = PairMemory(torch.device("cuda", 0), "batch_size = 4096\ndim = 393216\n", {}, sigmoid)
     message = "the reference's timing worker failed: forward raised OutOfMemoryError: CUDA out of memory"
     monkeypatch.setattr(clocks, "gpu_memory_of_groups", lambda index, groups: [70 << 30, 13 << 30])
-    verdict = PairJudge.blame_for_memory(judge, message)  # a hoarder: 64 GiB of its own
+    verdict = memory.blame(message, 11, 22)  # a hoarder: 64 GiB of its own
     assert verdict.status.value == "runtime_error" and "held 70.0 GiB (64.0 GiB its own; allowance 25.0 GiB)" \
         in verdict.error, verdict.error
     # Honest: its output and three full-size temporaries cached, beside the harness's copy of the inputs.
     monkeypatch.setattr(clocks, "gpu_memory_of_groups", lambda index, groups: [30 << 30, 13 << 30])
-    verdict = PairJudge.blame_for_memory(judge, message)
+    verdict = memory.blame(message, 11, 22)
     assert verdict.status.value == "skipped" and "not by the candidate's doing" in verdict.error, verdict.error
     assert "--set (its sizes: batch_size=4096, dim=393216)" in verdict.error  # the device cannot judge it this size
     monkeypatch.setattr(clocks, "gpu_memory_of_groups", lambda index, groups: None)
-    verdict = PairJudge.blame_for_memory(judge, message)  # NVML cannot say
+    verdict = memory.blame(message, 11, 22)  # NVML cannot say
     assert verdict.status.value == "skipped" and "not blamed" in verdict.error
-    assert PairJudge.blame_for_memory(judge, "the reference's timing worker failed: KeyError") is None
+    assert memory.blame("the reference's timing worker failed: KeyError", 11, 22) is None
 
 
 def test_a_pair_with_judges_ahead_waits_for_the_runners_go_before_its_timing(tmp_path):
