@@ -145,7 +145,7 @@ def evaluate(args, argv: list) -> int:
     ctx.executor, ctx.ray_address = args.executor, args.ray_address
     ctx.min_speedup = args.min_speedup if args.gate else None
     ctx.isolation = environment.isolation(config, device)
-    runner.write_meta(ctx, env, argv)
+    runner.write_run_meta(ctx, env, argv)
     console = report.wide_console()
     gpus = f" ({', '.join(env['gpus']) or 'no GPU'})" if is_gpu(device) else ""
     console.print(f"{len(pairs)} pair(s) on [bold]{', '.join(devices) or device}[/]{gpus}, torch {env['torch']} -> {run_dir}/",

@@ -1,6 +1,6 @@
 """The trusted process of one pair: reference outputs, the worker, comparisons, guards and statistics.
 
-It imports the problem, never the candidate. Started by the runner (judges.py), or forked from the judge factory, it
+It imports the problem, never the candidate. Started by the runner (judge_processes.py), or forked from the judge factory, it
 reads the runner's messages on stdin (the run's config, then its pair's job) and writes its stages and its Result on
 the runner's pipe (main(); the messages: judge_protocol.py).
 """
@@ -460,7 +460,7 @@ def main() -> None:
     message = judge_protocol.next_from_runner()
     if warm_device and isinstance(message, judge_protocol.Warm):
         start_up.mark("held")
-        warm_up(warm_device, workers)
+        warm_up_with_workers(warm_device, workers)
         start_up.mark("warm")
         report.send(judge_protocol.Warmed())
         message = judge_protocol.next_from_runner()
@@ -481,7 +481,7 @@ def judge_pair(message: judge_protocol.Job, workers: tuple, helpers: frozenset, 
     report.send(judge_protocol.Workers([w.proc.pid for w in workers]))  # each leads its own process group
     worker_threads = torch.get_num_threads()  # the workers, forked before, keep PyTorch's default
     if not is_gpu(job["device"]):
-        torch.set_num_threads(1)  # no thread of ours spins beside a timed call (judges.GPU_ENV)
+        torch.set_num_threads(1)  # no thread of ours spins beside a timed call (judge_processes.GPU_ENV)
     try:
         judge = PairJudge(job, workers, helpers, report)
         judge.worker_threads, judge.gated = worker_threads, message.gated
@@ -539,7 +539,7 @@ class StartUp:
         return self.steps
 
 
-def warm_up(device: str, workers: tuple) -> None:
+def warm_up_with_workers(device: str, workers: tuple) -> None:
     """Start CUDA here and CUDA and the profiler in both workers (all at once, ~0.3 s on the H100): the runner
     asks for it while no pair is timed on this GPU, since these start-ups show in another pair's windows."""
     asked = []

@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Optional
 
-from harness import builds, discover, environment, judges, records, schedulers, stopping, store
+from harness import builds, discover, environment, judge_processes, records, schedulers, stopping, store
 from harness.config import Config, config_hash
 from harness.devices import is_gpu
 from harness.environment import ROOT
@@ -128,14 +128,14 @@ def run_pairs(pairs: list, ctx: RunContext, resume: bool,
 
 
 def evaluate_pair(plan: PlannedPair, ctx: RunContext, prebuilt: Optional[builds.Prebuilt] = None,
-                  starter: Optional[judges.JudgeStarter] = None,
+                  starter: Optional[judge_processes.JudgeStarter] = None,
                   on_stage: Callable[[str], None] = lambda stage: None) -> Result:
     """Judge one pair in its own process (unless it ended early or in its build stage); one Result."""
     started = time.monotonic()
     pair, source, early = plan.pair, plan.source, plan.early
     if early is None and prebuilt is not None and prebuilt.result is not None:  # its build failed
         early = failure(pair.problem, pair.solution, Status(prebuilt.result.status), prebuilt.result.error)
-    result = early or run_judge(pair, source, ctx, starter, on_stage)
+    result = early or hand_to_judge(pair, source, ctx, starter, on_stage)
     if prebuilt is not None:
         prebuilt.add_to(result)
     result.backend = result.backend or (discover.backend_of(source) if source else None)
@@ -159,8 +159,8 @@ def evaluate_on_ray(plan: PlannedPair, ctx: RunContext, built: Optional[builds.P
     return evaluate_pair(plan, dataclasses.replace(ctx, device=device, devices=()), built)
 
 
-def run_judge(pair: discover.Pair, source: str, ctx: RunContext, starter: Optional[judges.JudgeStarter] = None,
-              on_stage: Callable[[str], None] = lambda stage: None) -> Result:
+def hand_to_judge(pair: discover.Pair, source: str, ctx: RunContext, starter: Optional[judge_processes.JudgeStarter] = None,
+                  on_stage: Callable[[str], None] = lambda stage: None) -> Result:
     """Give the pair to a judge process (`python -m harness.judge`) and follow it to its Result."""
     stem = f"{pair.problem}__{pair.solution}"
     log_dir = ctx.run_dir / "logs"
@@ -171,8 +171,8 @@ def run_judge(pair: discover.Pair, source: str, ctx: RunContext, starter: Option
            "build_dir": str(build_dir(ctx, source)),
            "peaks_dir": str(under_root(ctx.config.peaks_cache_dir)),
            "flops": ctx.flops.get(flops_key(pair, ctx)), "min_speedup": ctx.min_speedup}
-    starter = starter or judges.JudgeStarter(ctx, (), ahead=0)
-    result = judges.run_judge(job, starter.take(ctx.device), ctx.config, log_dir, stem, on_stage, starter)
+    starter = starter or judge_processes.JudgeStarter(ctx, (), ahead=0)
+    result = judge_processes.follow_pair(job, starter.take(ctx.device), ctx.config, log_dir, stem, on_stage, starter)
     if result.flops is not None:
         ctx.flops.setdefault(flops_key(pair, ctx), result.flops)
     return result
@@ -218,7 +218,7 @@ def new_context(config: Config, device: str, overrides: dict, run_dir: Path, env
                       environment.capability_of(device, env), provenance=environment.provenance(env))
 
 
-def write_meta(ctx: RunContext, env: dict, argv: list) -> None:
+def write_run_meta(ctx: RunContext, env: dict, argv: list) -> None:
     """meta.json of the run (environment.write_meta) with its config, device(s) and --set overrides."""
     environment.write_meta(ctx.run_dir, {"config": ctx.config.to_dict(), "device": ctx.device, "devices": list(ctx.devices),
                                          "overrides": ctx.overrides, "isolation": ctx.isolation}, env, argv)

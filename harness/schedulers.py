@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-from harness import builds, discover, judges, stopping
+from harness import builds, discover, judge_processes, stopping
 from harness.devices import is_gpu
 from harness.environment import ROOT, UsageError
 from harness.records import Result, failure
@@ -53,7 +53,7 @@ class LocalScheduler:
         for device in devices:
             free.put(device)
         gpu_run = is_gpu(ctx.device)
-        starter = judges.JudgeStarter(ctx, devices, ahead=ctx.config.judges_ahead if gpu_run else 0, factory=True,
+        starter = judge_processes.JudgeStarter(ctx, devices, ahead=ctx.config.judges_ahead if gpu_run else 0, factory=True,
                                       pairs=sum(plan.early is None for plan in plans))
         build_pool = ThreadPoolExecutor(builds.pool_size(ctx.config)) if any(p.prebuild for p in plans) else None
         builds_by_folder = {}  # one build per source: pairs with the same source share it

@@ -1,5 +1,5 @@
 """The stages of a judged pair, as the judge runs them and the runner holds each to a deadline: the one place both
-sides read them from (the runner's judges.run_judge, the judge's PairJudge and PairTiming)."""
+sides read them from (the runner's judge_processes.follow_pair, the judge's PairJudge and PairTiming)."""
 from __future__ import annotations
 
 from harness.config import Config

@@ -25,7 +25,7 @@ def cuda_available() -> bool:
 
 
 class NoJudges:
-    """Stands in for judges.JudgeStarter where no judge may start (no GPU to start it on, nothing to judge)."""
+    """Stands in for judge_processes.JudgeStarter where no judge may start (no GPU to start it on, nothing to judge)."""
 
     def close(self):
         pass

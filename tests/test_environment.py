@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import pytest
 
 from support import FIXTURES, NoJudges
-from harness import cli, environment, judges, runner, store
+from harness import cli, environment, judge_processes, runner, store
 from harness.records import Result
 
 ONE_GPU = {"cuda_available": True, "torch": "x", "gpus": ["H100"], "capabilities": ["9.0"], "cuda_version": "13.0"}
@@ -29,13 +29,13 @@ def test_the_default_command_hands_judges_an_indexed_gpu(tmp_path, monkeypatch):
     """`run.py --problem P` with a GPU visible (the probe faked) and no --device: every judge job names cuda:0."""
     jobs = []
 
-    def fake_run_judge(pair, source, ctx, starter=None, on_stage=lambda stage: None):
+    def fake_hand_to_judge(pair, source, ctx, starter=None, on_stage=lambda stage: None):
         jobs.append(ctx.device)
         return Result(problem=pair.problem, solution=pair.solution, status="correct")
 
     monkeypatch.setattr(environment, "probe_environment", lambda device: ONE_GPU)
-    monkeypatch.setattr(runner, "run_judge", fake_run_judge)
-    monkeypatch.setattr(judges, "JudgeStarter", lambda *args, **kwargs: NoJudges())
+    monkeypatch.setattr(runner, "hand_to_judge", fake_hand_to_judge)
+    monkeypatch.setattr(judge_processes, "JudgeStarter", lambda *args, **kwargs: NoJudges())
     code = cli.main(["--problem", str(FIXTURES / "problems" / "fx_relu.py"), "--solution",
                      str(FIXTURES / "solutions" / "fx_relu" / "correct_torch.py"), "--out", str(tmp_path)])
     assert code == 0 and jobs == ["cuda:0"]

@@ -63,16 +63,16 @@ def test_out_of_memory_is_the_candidates_only_beyond_its_allowance(monkeypatch):
 
 def test_a_pair_with_judges_ahead_waits_for_the_runners_go_before_its_timing(tmp_path):
     """The gated protocol end to end, on the CPU: the judge stops at its timing stage until the runner says go."""
-    from harness import discover, environment, judges, runner
+    from harness import discover, environment, judge_processes, runner
     from harness.config import build_config
 
     config = build_config(str(FAST_CONFIG), {"device": "cpu"})
     ctx = runner.new_context(config, "cpu", {}, tmp_path, environment.probe_environment("cpu"))
-    starter = judges.JudgeStarter(ctx, ("cpu",), ahead=1)
+    starter = judge_processes.JudgeStarter(ctx, ("cpu",), ahead=1)
     solution = FIXTURES / "solutions" / "fx_jitter" / "aa_reference.py"
     pair = discover.Pair("fx_jitter", FIXTURES / "problems" / "fx_jitter.py", "aa_reference", solution)
     try:
-        result = runner.run_judge(pair, discover.read_source(solution), ctx, starter)
+        result = runner.hand_to_judge(pair, discover.read_source(solution), ctx, starter)
     finally:
         starter.close()
     assert result.status == "correct" and result.speedup is not None, result.error
@@ -98,7 +98,7 @@ def test_a_warm_up_that_fails_in_the_judge_still_reads_each_workers_word(monkeyp
 
     monkeypatch.setattr(judge.torch, "ones", no_memory)  # the judge's own CUDA start fails
     workers = (Worker(), Worker())
-    judge.warm_up("cuda:0", workers)
+    judge.warm_up_with_workers("cuda:0", workers)
     assert [w.calls for w in workers] == [["start", "finish"], ["start", "finish"]]
 
 

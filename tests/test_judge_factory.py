@@ -4,12 +4,12 @@ import os
 import subprocess
 from types import SimpleNamespace
 
-from harness import judge_factory, judges
-from test_judges import config, wait_for
+from harness import judge_factory, judge_processes
+from test_judge_processes import config, wait_for
 
 
-def factory_starter(tmp_path) -> judges.JudgeStarter:
-    return judges.JudgeStarter(SimpleNamespace(config=config(), run_dir=tmp_path, device="cpu"), (), ahead=0, factory=True)
+def factory_starter(tmp_path) -> judge_processes.JudgeStarter:
+    return judge_processes.JudgeStarter(SimpleNamespace(config=config(), run_dir=tmp_path, device="cpu"), (), ahead=0, factory=True)
 
 
 def test_a_judge_forked_from_the_factory_judges_and_its_end_is_reported(tmp_path):
@@ -58,7 +58,7 @@ def open_descriptors(pid: int) -> dict:
     return found
 
 
-def test_judges_are_started_as_processes_of_their_own_when_the_factory_is_gone(tmp_path):
+def test_judge_processes_are_started_as_processes_of_their_own_when_the_factory_is_gone(tmp_path):
     starter = factory_starter(tmp_path)
     try:
         starter.take("cpu").dismiss()  # the factory starts with the first judge

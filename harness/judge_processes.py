@@ -92,7 +92,7 @@ class Judge:
         for line in self.proc.stdout:
             try:
                 message = judge_protocol.from_judge(line)
-            except ValueError as exc:  # run_judge says so: the pair is a harness_error
+            except ValueError as exc:  # follow_pair says so: the pair is a harness_error
                 message = exc
             if isinstance(message, judge_protocol.ReadyToWarm):  # a judge started ahead, done with its CPU start-up
                 self.on_ready_to_warm(self)
@@ -274,9 +274,9 @@ class JudgeStarter:
             self.factory.close()
 
 
-def run_judge(job: dict, judge: Judge, cfg: Config, log_dir: Path, stem: str,
-              on_stage: Callable[[str], None] = lambda stage: None,
-              starter: Optional[JudgeStarter] = None) -> Result:
+def follow_pair(job: dict, judge: Judge, cfg: Config, log_dir: Path, stem: str,
+                on_stage: Callable[[str], None] = lambda stage: None,
+                starter: Optional[JudgeStarter] = None) -> Result:
     """Give a pair's job to a judge and follow it stage by stage to its Result.
 
     The job (with the run's secret) goes through a pipe and the Result comes back through one: neither is
@@ -297,7 +297,7 @@ def run_judge(job: dict, judge: Judge, cfg: Config, log_dir: Path, stem: str,
 
 
 class FollowedPair:
-    """run_judge's state: the judge's stage, when it began, and whether judges ahead are held for this pair's timing."""
+    """follow_pair's state: the judge's stage, when it began, and whether judges ahead are held for this pair's timing."""
 
     def __init__(self, job: dict, judge: Judge, cfg: Config, stem: str, on_stage, starter):
         self.job, self.judge, self.stem, self.on_stage, self.starter = job, judge, stem, on_stage, starter
