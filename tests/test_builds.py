@@ -6,7 +6,6 @@ import sys
 from support import FAST_CONFIG, FIXTURES, ROOT
 from harness import builds, discover
 from harness.config import build_config
-from harness.extensions import first_compiler_error
 
 
 def test_build_stage_builds_ahead_and_fails_early(tmp_path):
@@ -70,10 +69,3 @@ def test_a_killed_build_does_not_block_the_next(tmp_path, monkeypatch):
     assert not (tmp_path / "some_ext" / "lock").exists()
     worker.release_build_dir(holder)
     assert holder.build_lock is None
-
-
-def test_first_compiler_error_names_file_and_line():
-    log = "[1/2] c++ ...\n/usr/include/torch/all.h:5:2: error: #error C++17 required\nmore: error: later"
-    assert first_compiler_error(log) == ": all.h:5:2: error: #error C++17 required"
-    assert first_compiler_error("g++: error: unrecognized option") == ": g++: error: unrecognized option"
-    assert first_compiler_error("all fine") == ""

@@ -7,7 +7,7 @@ import torch
 
 from harness import footprint, problem_info
 from harness.load import load_module
-from harness.verdict import Status, Verdict
+from harness.verdict import Status
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,50 +36,6 @@ def test_the_budget_counts_weights_and_the_larger_of_inputs_and_output():
     assert stages["timing"]["judge"] == (6 + 9) << 30  # three copies of the inputs for a moment
     assert stages["timing"]["reference worker"] == (2 + 1 + 3) << 30
     assert footprint.harness(matmul) == max((15 + 3) << 30, (15 + 6 + 2) << 30) + footprint.SLACK
-
-
-def test_a_gpu_pair_that_cannot_fit_is_skipped_with_the_figures_and_the_sizes_to_shrink(monkeypatch):
-    """The pre-flight check on a GPU: footprint.pair_need against the free memory; the verdict names both and the
-    --set."""
-    from harness import judge_memory
-
-    path = ROOT / "problems" / "sigmoid.py"
-    memory = judge_memory.PairMemory(torch.device("cuda", 0), path.read_text(), {}, sigmoid_sizes())
-    monkeypatch.setattr(judge_memory, "free_memory", lambda device: 40 << 30)  # a 40 GiB card, say
-    with pytest.raises(Verdict) as raised:
-        memory.check()
-    verdict = raised.value
-    assert verdict.status == Status.SKIPPED
-    assert "needs over 44.0 GiB" in verdict.error and "40.0 GiB available" in verdict.error, verdict.error
-    assert "batch_size=4096, dim=393216" in verdict.error and "footprint" in verdict.error
-    monkeypatch.setattr(judge_memory, "free_memory", lambda device: 74 << 30)
-    memory.check()  # an H100's 80 GiB, less the CUDA contexts: it runs
-    memory.sizes = problem_info.Sizes(8 << 30, 8 << 30, 0, (torch.float32,))  # KernelBench's L1Norm: 8 GiB a tensor
-    memory.check()  # runs on the H100 too (it did before the budget: no pair is lost)
-    pooling = problem_info.Sizes(16 << 30, 1 << 27, 0, (torch.float32,))  # 45_Average_Pooling_2D: 16 GiB in
-    assert footprint.harness(pooling) > 74 << 30 >= footprint.pair_need(pooling)[0]  # caches give way: it fits
-    memory.sizes = pooling
-    memory.check()
-    memory.sizes = sigmoid_sizes()
-    memory.sizes = sigmoid_sizes(batch_size=256)
-    monkeypatch.setattr(judge_memory, "free_memory", lambda device: 8 << 30)
-    memory.check()  # shrunk with --set: fits an 8 GiB card
-
-
-def test_a_gpu_pair_says_what_it_needs_and_whether_that_crowds_the_gpu(monkeypatch):
-    """The Footprint that keeps the judges ahead off CUDA beside a pair needing over half of the GPU."""
-    from harness import judge_memory
-
-    sent = []
-    report = SimpleNamespace(send=sent.append)
-    path = ROOT / "problems" / "sigmoid.py"
-    memory = judge_memory.PairMemory(torch.device("cuda", 0), path.read_text(), {}, sigmoid_sizes())
-    monkeypatch.setattr(judge_memory, "free_memory", lambda device: 79 << 30)
-    monkeypatch.setattr(judge_memory, "total_memory", lambda device: 80 << 30)
-    memory.check(report)  # the full-size sigmoid: 44 GiB of 80
-    memory.sizes = sigmoid_sizes(batch_size=256)  # 0.4 GiB a tensor
-    memory.check(report)
-    assert [(m.need_mb >> 10, m.device_mb >> 10, m.crowded) for m in sent] == [(44, 80, True), (4, 80, False)]
 
 
 def test_the_least_is_never_more_than_the_budget():
@@ -113,37 +69,6 @@ def test_every_block_the_judge_holds_at_its_peak_is_named_and_within_the_budget(
     assert "unattributed" not in history["blocks_at_peak"], history["blocks_at_peak"]
     assert record["peak_mem_mb"]["judge"] * 2**20 <= footprint.judge(size) + footprint.SLACK, record["peak_mem_mb"]
     assert record["peak_mem_mb"]["reference_worker"] is not None
-
-
-def test_a_candidates_out_of_memory_is_its_own_only_beyond_its_allowance():
-    """worker_out_of_memory reads torch's figures: an honest candidate (four outputs' worth) that the device cannot
-    hold beside the harness is no runtime_error of its own; a hoarder is."""
-    from harness.judge_memory import PairMemory, oom_demand
-
-    def torch_message(tried: str, allocated: str) -> str:
-        return (f"forward raised OutOfMemoryError: CUDA out of memory. Tried to allocate {tried}. GPU 0 has a total "
-                f"capacity of 39.38 GiB of which 1.20 GiB is free. Process 77 has 38.1 GiB memory in use. Of the "
-                f"allocated memory {allocated} is allocated by PyTorch, and 20.00 MiB is reserved by PyTorch but "
-                f"unallocated.")
-
-    assert oom_demand(torch_message("6.00 GiB", "18.00 GiB")) == 24 << 30
-    assert oom_demand("forward raised OutOfMemoryError: out of memory") is None
-    memory = PairMemory(torch.device("cuda", 0), "batch_size = 4096\n", {}, sigmoid_sizes())  # allowance 25 GiB,
-    # the harness's share 6 GiB
-    honest = memory.worker_out_of_memory(torch_message("6.00 GiB", "24.00 GiB"))  # 24 GiB its own
-    assert honest.status == Status.SKIPPED and "not by the candidate's doing" in honest.error
-    hoarder = memory.worker_out_of_memory(torch_message("40.00 GiB", "6.00 GiB"))
-    assert hoarder.status == Status.RUNTIME_ERROR and "over its allowance of 25.0 GiB" in hoarder.error
-    # A reference whose own call allocates more than its output (a convolution's cuDNN workspace, measured in the
-    # judge): the candidate may hold twice that. KernelBench's 50_conv_standard_2D, A/A, capped to 24 GiB on the
-    # H100: its worker held 17.5 GiB of its own, was blamed against an allowance of 1.8 GiB.
-    conv = problem_info.Sizes(inputs=150 << 20, outputs=290 << 20, weights=1 << 20, output_dtypes=(torch.float32,))
-    memory.sizes, memory.reference_call_peak = conv, 17 << 30
-    assert footprint.candidates_own(conv, 17_800 << 20)[2]  # by the sizes alone: its doing
-    verdict = memory.worker_out_of_memory(torch_message("2.00 GiB", "15.50 GiB"))
-    assert verdict.status == Status.SKIPPED and "allowance of 35.3 GiB" in verdict.error, verdict.error
-    memory.sizes = None  # not sized: as raised
-    assert memory.worker_out_of_memory(torch_message("1 GiB", "1 GiB")).status == Status.RUNTIME_ERROR
 
 
 def test_a_pair_that_leaves_no_room_to_measure_the_peaks_goes_without_a_speed_of_light(monkeypatch, tmp_path):

@@ -1,4 +1,4 @@
-"""The judge process (harness/judge.py): whole pairs on the CPU, its failures, out-of-memory blame, the gated protocol."""
+"""The judge process (harness/judge.py): whole pairs on the CPU, its failures, the gated protocol."""
 import json
 import subprocess
 import sys
@@ -32,33 +32,6 @@ def test_a_failure_of_the_judge_is_a_harness_error_not_the_candidates(tmp_path):
     assert "Traceback" in (tmp_path / "run" / "logs" / "fx_relu__correct_torch.judge.log").read_text()
     assert proc.returncode == 3, proc.stderr
     assert "HARNESS ERROR" in proc.stderr and "<error" in (tmp_path / "junit.xml").read_text()
-
-
-def test_out_of_memory_is_the_candidates_only_beyond_its_allowance(monkeypatch):
-    """PairMemory.blame: the candidate's worker's memory, less the harness's share there (its copy of the inputs),
-    against its allowance (twice a reference-sized call, plus 1 GiB); without NVML's figures nobody is blamed."""
-    import torch
-
-    from harness import clocks
-    from harness.judge_memory import PairMemory
-    from harness.problem_info import Sizes
-
-    sigmoid = Sizes(inputs=6 << 30, outputs=6 << 30, weights=0, output_dtypes=(torch.float32,))  # full size
-    memory = PairMemory(torch.device("cuda", 0), "batch_size = 4096\ndim = 393216\n", {}, sigmoid)
-    message = "the reference's timing worker failed: forward raised OutOfMemoryError: CUDA out of memory"
-    monkeypatch.setattr(clocks, "gpu_memory_of_groups", lambda index, groups: [70 << 30, 13 << 30])
-    verdict = memory.blame(message, 11, 22)  # a hoarder: 64 GiB of its own
-    assert verdict.status.value == "runtime_error" and "held 70.0 GiB (64.0 GiB its own; allowance 25.0 GiB)" \
-        in verdict.error, verdict.error
-    # Honest: its output and three full-size temporaries cached, beside the harness's copy of the inputs.
-    monkeypatch.setattr(clocks, "gpu_memory_of_groups", lambda index, groups: [30 << 30, 13 << 30])
-    verdict = memory.blame(message, 11, 22)
-    assert verdict.status.value == "skipped" and "not by the candidate's doing" in verdict.error, verdict.error
-    assert "--set (its sizes: batch_size=4096, dim=393216)" in verdict.error  # the device cannot judge it this size
-    monkeypatch.setattr(clocks, "gpu_memory_of_groups", lambda index, groups: None)
-    verdict = memory.blame(message, 11, 22)  # NVML cannot say
-    assert verdict.status.value == "skipped" and "not blamed" in verdict.error
-    assert memory.blame("the reference's timing worker failed: KeyError", 11, 22) is None
 
 
 def test_a_pair_with_judges_ahead_waits_for_the_runners_go_before_its_timing(tmp_path):
