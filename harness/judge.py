@@ -24,8 +24,8 @@ from harness import (channel, check, footprint, handover, inputs as inputs_mod, 
 from harness.extensions import build_failure, candidate_build_env
 from harness.config import Config, PRECISIONS, tolerance_for
 from harness.devices import is_gpu, torch_device
-from harness.judge_memory import PairMemory, dump_memory_history, record_memory_history
-from harness.judge_timing import PairTiming, release_cached_memory
+from harness.judge_memory import PairMemory, dump_memory_history, record_memory_history, release_cached_memory
+from harness.judge_timing import PairTiming
 from harness.judge_trials import Trials
 from harness.problem_info import free_memory, gib
 from harness.load import load_module

@@ -118,6 +118,17 @@ def reserved_here(device: torch.device) -> int:
     return torch.cuda.memory_reserved(device) if torch.cuda.is_initialized() else 0
 
 
+def release_cached_memory(device: torch.device, outboxes=()) -> None:
+    """Hand this process's cached GPU blocks back, so the workers can use the memory (the workers' outboxes'
+    too)."""
+    if device.type != "cuda":
+        return
+    for outbox in outboxes:
+        outbox.release()
+    torch.cuda.ipc_collect()  # blocks a worker has let go of: back to their pools, which can then be freed
+    torch.cuda.empty_cache()
+
+
 def record_memory_history(device: torch.device) -> None:
     """With HARNESS_MEMORY_HISTORY set, record every GPU allocation of this process with its stack (slows it down)."""
     if os.environ.get(MEMORY_HISTORY) and device.type == "cuda":

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 import random
-import re
 import statistics
 import time
 from dataclasses import dataclass
@@ -15,11 +14,13 @@ from pathlib import Path
 
 import torch
 
-from harness import check, footprint, judge_protocol, procs, roofline, stats, timing
+from harness import check, judge_protocol, procs, roofline, stats, timing
 from harness.stats import median_abs_deviation, spread_pct
 from harness.clocks import ClockMonitor
 from harness.config import Config
 from harness.gpu_probe import GpuProbe, ProbeUnavailable
+from harness.judge_memory import release_cached_memory
+from harness.judge_timing_setup import TimingSetup
 from harness.stages import CONFIRM_PAUSE_S, CONFIRM_ROUNDS  # part of the timing stage's deadline
 from harness.records import one_line
 from harness.verdict import Status, Verdict, across
@@ -29,12 +30,6 @@ TIMED_CHECK_SHARE = 0.1  # share of timing rounds whose candidate output is chec
 TAMPER_SHARE, TAMPER_SLACK_MS = 0.1, 0.2  # time a worker may leave unexplained beyond the reference's
 ROUND_SEED_OFFSET = 1000  # timing rounds draw their inputs from trial seeds past the correctness trials'
 
-
-# Torch operators that allocate, reshape or copy rather than compute.
-BOOKKEEPING_OPS = re.compile(r"aten::(empty|view|reshape|_reshape|as_strided|detach|contiguous|expand|t$|transpose|"
-                             r"permute|unsqueeze|squeeze|select|slice|alias|lift|resolve|_unsafe_view|clone|copy_|"
-                             r"to$|_to_copy|zeros|ones|full|fill_|zero_|resize_|set_|result_type|item|"
-                             r"_local_scalar_dense|is_|size|stride|numel|dim)")
 
 
 @dataclass
@@ -107,7 +102,7 @@ class PairTiming:
                 with self.phase("timing_setup.turn"):  # says when they are done (and holds the next ones)
                     judge_protocol.next_from_runner()
             self.share_one_cpu()
-            self.prepare_both_sides()
+            TimingSetup(self).run()
         with self.phase("timing"):
             self.time_rounds()
 
@@ -119,23 +114,6 @@ class PairTiming:
             cpu = procs.cpu_for_gpu(self.device.index or 0)
             if procs.share_one_cpu([self.ref_sandbox.proc.pid, self.sandbox.proc.pid], cpu):
                 self.judge.ref_schedule.pin(cpu)  # no change for check_reference_scheduling
-
-    def prepare_both_sides(self) -> None:
-        """Give both workers timing inputs, let them choose their timing methods, and trace one call of each."""
-        trial = self.cfg.total_trials  # the timing inputs' seed: past the correctness trials'
-        if self.job.get("flops") is not None:  # counted by an earlier judge of this run on this problem
-            self.judge.flops = self.job["flops"]
-        else:
-            with self.phase("timing_setup.flops"):
-                self.judge.reference(self.judge.make_inputs(trial, wide=False), count_flops=True)  # FLOPs of one call
-        self.result.flops = self.judge.flops
-        release_cached_memory(self.device, outboxes=self.judge.outboxes())
-        with self.phase("timing_setup.prepare"):
-            self.send_timing_inputs(trial)
-            self.prepare_sides()
-        with self.phase("timing_setup.trace"):
-            if self.uses_only_reference_ops():
-                self.result.flags.append("no_custom_kernel")
 
     def time_rounds(self) -> None:
         """The alternating rounds (Rounds), then statistics, the tampering cross-check and the compiled baseline."""
@@ -240,34 +218,6 @@ class PairTiming:
         return timer_disagrees(Requests(ref_ms, ref_judged, r.ref_timer, r.ref_batch or 1),
                                Requests(new_ms, new_judged, r.new_timer, r.new_batch or 1), cold, flush_ms)
 
-    def uses_only_reference_ops(self) -> bool:
-        """From runtime traces of one call per side: did the candidate only launch what the reference does?
-
-        On a GPU: its kernels (copies and memsets aside) are all kernels the reference launches too. On
-        the CPU, where a compiled extension's own loops leave no trace: every torch operator it computes
-        with is one the reference uses. A candidate that computes nothing traceable is not flagged.
-        """
-        with self.reference_side():  # one side at a time, as everything the workers run from here on
-            ref_reply = self.ref_sandbox.request("trace", self.cfg.timeout)
-        new_reply = self.sandbox.request("trace", self.cfg.timeout)
-        try:  # a profiler that cannot start (no CUPTI, say, or no memory for it) leaves the flag unset; it blames no one
-            ref, new = self.expect_ok(ref_reply), self.expect_ok(new_reply)
-        except Verdict as verdict:
-            if verdict.status == Status.CRASH or (verdict.status == Status.HARNESS_ERROR
-                                                  and not footprint.OUT_OF_MEMORY.search(verdict.error or "")):
-                raise
-            return False
-        try:
-            if self.device.type == "cuda":
-                mine = {k for k in new["kernels"] if not re.search(r"memcpy|memset", k, re.I)}
-                if any(k.startswith("triton") for k in mine - set(ref["kernels"])):
-                    self.result.backend = "triton"  # torch.compile's kernels, say, in a candidate written in torch
-                return bool(mine) and mine <= set(ref["kernels"])
-            mine = {op for op in new["ops"] if not BOOKKEEPING_OPS.match(op)}
-            return bool(mine) and mine <= set(ref["ops"])
-        except (TypeError, KeyError):
-            raise Verdict(Status.CRASH, f"malformed trace from the worker: {str(new)[:200]}") from None
-
     def make_round_inputs(self, index: int) -> None:
         """Fresh secret-seeded input contents for round `index` (each side's sample copies them in first: refresh_side),
         so a candidate that caches results by input pointer, shape or content replays nothing."""
@@ -342,80 +292,6 @@ class PairTiming:
             self.ref_sandbox.request("release_memory", self.cfg.timeout)
         self.sandbox.request("release_memory", self.cfg.timeout)
         release_cached_memory(self.device, outboxes=self.judge.outboxes())
-
-    def prepare_sides(self) -> None:
-        """Both workers choose how to time their calls, the reference's first; then both time them the same way. A
-        candidate whose calls are timed in single windows takes as many a sample as the reference's worker chose."""
-        self.prepare_side(reference=True, allow_graph=True)
-        windows = self.result.ref_batch if self.result.ref_timer in timing.SINGLE_METHODS else None
-        self.prepare_side(reference=False, allow_graph=True, windows=windows)
-        self.same_method_both_sides()
-
-    def same_method_both_sides(self) -> None:
-        """Both sides timed the same way. A call timed alone while the other side's is batched is batched too (on
-        the H100 a disturbed warm-up timed a 15 us reference alone, at ~190 us a call with its launch, against the
-        candidate's graph: an A/A pair came out 12.3x). When one side's short call cannot be graph-captured, the
-        other is timed with plain launches too: a graph replay leaves out the launch overhead that batched events
-        include."""
-        r = self.result
-        if "cuda_event" in (r.ref_timer, r.new_timer) and {r.ref_timer, r.new_timer} & set(timing.BATCHED_METHODS):
-            graphs = "cuda_graph" in (r.ref_timer, r.new_timer)
-            self.prepare_side(reference=r.ref_timer == "cuda_event", allow_graph=graphs, batched=True)
-        if {r.ref_timer, r.new_timer} == {"cuda_graph", "batched_events"}:
-            self.prepare_side(reference=r.ref_timer == "cuda_graph")
-        self.same_batch_both_sides()
-
-    def same_batch_both_sides(self) -> None:
-        """Batched sides time the same number of calls a window, the smaller side's: what a window costs beyond its
-        calls (a graph's launch, the GPU's ramp) is then shared out alike. (On the H100, A/A pairs of ~20 us
-        kernels chose batches of 8 and 12 from one noisy measurement each.)"""
-        r = self.result
-        batches = (r.ref_batch, r.new_batch)
-        if (r.ref_timer not in timing.BATCHED_METHODS or r.new_timer != r.ref_timer
-                or not all(isinstance(b, int) for b in batches) or r.ref_batch == r.new_batch):
-            return
-        batch = min(r.ref_batch, r.new_batch)
-        self.prepare_side(reference=r.ref_batch > batch, allow_graph=r.ref_timer == "cuda_graph", batch=batch)
-
-    def prepare_side(self, reference: bool, **how) -> None:
-        """prepare_again on one side's worker (the reference's in its turn), its (method, batch) recorded."""
-        r = self.result
-        if reference:
-            with self.reference_side():
-                r.ref_timer, r.ref_batch = self.prepare_again(self.ref_sandbox, **how)
-        else:
-            r.new_timer, r.new_batch = self.prepare_again(self.sandbox, **how)
-
-    def send_timing_inputs(self, trial: int) -> None:
-        """Give each worker timing inputs of its own (the same ones), from its outbox. The inputs are made in the
-        reference's outbox and the candidate's copied from them, so the judge holds two copies at most, not three
-        (the 16 GiB input of KernelBench's 45_Average_Pooling_2D did not fit on the H100 three times over)."""
-        def made_in_outbox():
-            with self.ref_sandbox.outbox.allocating():
-                return self.judge.make_inputs(trial, wide=False)
-
-        ref_inputs = self.retried_when_full(made_in_outbox)
-        new_inputs = self.retried_when_full(lambda: self.sandbox.outbox.copies(ref_inputs))
-        self.hand_over()  # a worker that maps a pool block it mapped before does not wait for our writes
-        with self.reference_side():
-            self.expect_ok(self.ref_sandbox.request("set_timing_inputs", self.cfg.timeout, inputs=ref_inputs))
-        # The reference's worker keeps a copy of its own: ours goes back before the candidate's worker makes its copy.
-        del ref_inputs
-        release_cached_memory(self.device, outboxes=[self.ref_sandbox.outbox])
-        self.expect_ok(self.sandbox.request("set_timing_inputs", self.cfg.timeout, inputs=new_inputs))
-        del new_inputs
-        release_cached_memory(self.device, outboxes=self.judge.outboxes())
-
-    def prepare_again(self, sandbox, allow_graph: bool = False, batched: bool = False, batch: int | None = None,
-                      windows: int | None = None) -> tuple:
-        """Ask a worker to (re)choose its timing method (batched: batch its calls however long they measure; batch:
-        this many calls a window; windows: this many single windows a sample, if its calls are not batched); its
-        (method, batch)."""
-        prepared = self.expect_ok(sandbox.request("prepare_timing", self.cfg.timeout, warmup=self.cfg.warmup,
-                                                  allow_graph=allow_graph, batched=batched, batch=batch,
-                                                  windows=windows, lead_us=self.cfg.launch_lead_us))
-        method, batch = (prepared.get("method"), prepared.get("batch")) if isinstance(prepared, dict) else (None, None)
-        return (method if method in timing.METHODS else "unknown"), (batch if isinstance(batch, int) else None)
 
     def record_timing(self, ref_ms: list, new_ms: list, tight: bool, clocks) -> None:
         """Statistics, roofline figures, clocks and timing flags from the raw samples."""
@@ -568,12 +444,3 @@ def plausible_sample(payload) -> tuple[float, float]:
     return ms, wall
 
 
-def release_cached_memory(device: torch.device, outboxes=()) -> None:
-    """Hand this process's cached GPU blocks back, so the workers can use the memory (the workers' outboxes'
-    too)."""
-    if device.type != "cuda":
-        return
-    for outbox in outboxes:
-        outbox.release()
-    torch.cuda.ipc_collect()  # blocks a worker has let go of: back to their pools, which can then be freed
-    torch.cuda.empty_cache()

@@ -11,10 +11,10 @@ HARNESS = Path(__file__).resolve().parents[1] / "harness"
 # stage's processes, which it starts), a judge, a worker; and what any of them may use. A module imports from its own
 # layer or those below it, never above: a worker knows nothing of judges, a judge nothing of the runner.
 LAYERS = {
-    "runner": {"cli", "runner", "schedulers", "judge_processes", "judge_factory", "builds", "environment", "report", "boards",
-               "gate"},
-    "judge": {"judge", "judge_trials", "judge_timing", "judge_memory", "sandbox", "footprint", "roofline", "gpu_probe",
-              "lint"},
+    "runner": {"cli", "runner", "schedulers", "judge_processes", "judge_factory", "builds", "environment", "report",
+               "boards", "gate"},
+    "judge": {"judge", "judge_trials", "judge_timing", "judge_timing_setup", "judge_memory", "sandbox", "footprint",
+              "roofline", "gpu_probe", "lint"},
     "worker": {"worker", "timing"},
     "shared": {"channel", "check", "clocks", "config", "confine", "devices", "discover", "errors", "extensions",
                "handover", "inputs", "judge_protocol", "load", "problem_info", "procs", "records", "semantics", "stages",

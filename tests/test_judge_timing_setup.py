@@ -1,0 +1,115 @@
+"""The timing_setup stage (harness/judge_timing_setup.py): each side's timing method agreed with the other's, and the
+runtime trace's failures, on stand-ins for the workers."""
+import contextlib
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from harness.config import build_config
+from harness.judge_timing_setup import TimingSetup
+from harness.verdict import Status, Verdict
+
+
+def traced(failure: Verdict):
+    """A TimingSetup whose candidate's trace request ends in `failure` (the reference's traces fine)."""
+    def expect_ok(reply):
+        if reply == "candidate":
+            raise failure
+        return {"ops": ["aten::sigmoid"], "kernels": []}
+
+    return SimpleNamespace(reference_side=contextlib.nullcontext, cfg=build_config().replace(timeout=1.0), expect_ok=expect_ok,
+                           ref_sandbox=SimpleNamespace(request=lambda op, timeout: "reference"),
+                           sandbox=SimpleNamespace(request=lambda op, timeout: "candidate"),
+                           device=torch.device("cpu"), result=SimpleNamespace(backend=None))
+
+
+def test_a_trace_that_fails_leaves_the_flag_unset_unless_the_worker_crashed():
+    """The runtime trace is best-effort: a profiler that cannot start, or runs out of GPU memory (its share of the
+    candidate's worker judged within the allowance: a harness_error), blames no one; a crash ends the pair."""
+    for failure in (Verdict(Status.RUNTIME_ERROR, "forward raised RuntimeError: CUPTI unavailable"),
+                    Verdict(Status.HARNESS_ERROR, "forward raised OutOfMemoryError: CUDA out of memory. ... "
+                                                  "not the candidate's doing")):
+        assert TimingSetup.uses_only_reference_ops(traced(failure)) is False
+    for failure in (Verdict(Status.CRASH, "the worker died"), Verdict(Status.HARNESS_ERROR, "the judge's own bug")):
+        with pytest.raises(Verdict):
+            TimingSetup.uses_only_reference_ops(traced(failure))
+
+
+class SideTimers:
+    """A TimingSetup whose sides' methods are set, and whose workers' re-preparations are recorded."""
+
+    def __new__(cls, ref: str, new: str, again: dict):
+        from types import SimpleNamespace
+        import contextlib
+
+        from harness.judge_timing_setup import TimingSetup
+
+        pair = TimingSetup.__new__(TimingSetup)
+        pair.result = SimpleNamespace(ref_timer=ref, ref_batch=None if ref == "cuda_event" else 8, new_timer=new,
+                                      new_batch=None if new == "cuda_event" else 8)
+        pair.sandbox, pair.ref_sandbox, pair.calls = "new", "ref", []
+        pair.reference_side = contextlib.nullcontext
+
+        def prepare_again(sandbox, allow_graph=False, batched=False, batch=None, windows=None):
+            if windows is not None:
+                pair.calls.append((sandbox, allow_graph, "windows", windows))
+                return getattr(pair.result, f"{sandbox}_timer"), windows
+            if batch is not None:
+                pair.calls.append((sandbox, allow_graph, "batch", batch))
+                return getattr(pair.result, f"{sandbox}_timer"), batch
+            pair.calls.append((sandbox, allow_graph, batched))
+            return again[(sandbox, allow_graph)], 8
+
+        pair.prepare_again = prepare_again
+        return pair
+
+
+@pytest.mark.parametrize("ref, new, again, calls, methods", [
+    # a reference timed alone (a disturbed warm-up) against a graph: batched, graphs allowed
+    ("cuda_event", "cuda_graph", {("ref", True): "cuda_graph"}, [("ref", True, True)], ("cuda_graph", "cuda_graph")),
+    # a candidate timed alone against batched events: batched events too
+    ("batched_events", "cuda_event", {("new", False): "batched_events"}, [("new", False, True)],
+     ("batched_events", "batched_events")),
+    # forced into batching, the candidate's call cannot be captured: the reference gives up its graph
+    ("cuda_graph", "cuda_event", {("new", True): "batched_events", ("ref", False): "batched_events"},
+     [("new", True, True), ("ref", False, False)], ("batched_events", "batched_events")),
+    ("cuda_event", "cuda_event", {}, [], ("cuda_event", "cuda_event")),  # both alone: nothing to do
+])
+def test_both_sides_are_timed_the_same_way(ref, new, again, calls, methods):
+    pair = SideTimers(ref, new, again)
+    pair.same_method_both_sides()
+    assert pair.calls == calls and (pair.result.ref_timer, pair.result.new_timer) == methods
+
+
+@pytest.mark.parametrize("method, ref_batch, new_batch, calls", [
+    ("cuda_graph", 12, 8, [("ref", True, "batch", 8)]),  # the reference re-captured with the candidate's batch
+    ("batched_events", 6, 9, [("new", False, "batch", 6)]),
+    ("cuda_graph", 8, 8, []),  # already the same
+])
+def test_batched_sides_time_the_same_number_of_calls_a_window(method, ref_batch, new_batch, calls):
+    pair = SideTimers(method, method, {})
+    pair.result.ref_batch, pair.result.new_batch = ref_batch, new_batch
+    pair.same_method_both_sides()
+    assert pair.calls == calls
+    assert pair.result.ref_batch == pair.result.new_batch == min(ref_batch, new_batch)
+
+
+def test_a_candidate_timed_in_single_windows_takes_as_many_a_sample_as_the_reference():
+    pair = SideTimers("cuda_event", "cuda_event", {})
+    chosen = {"ref": ("cuda_event", 5)}  # the reference's worker chose 5 windows a sample
+
+    def prepare_side(reference, **how):
+        side = "ref" if reference else "new"
+        pair.calls.append((side, how))
+        method, batch = chosen[side] if reference else ("cuda_event", how.get("windows"))
+        setattr(pair.result, f"{side}_timer", method), setattr(pair.result, f"{side}_batch", batch)
+
+    pair.prepare_side = prepare_side
+    pair.prepare_sides()
+    assert pair.calls == [("ref", {"allow_graph": True}), ("new", {"allow_graph": True, "windows": 5})]
+    assert pair.result.ref_batch == pair.result.new_batch == 5
+    chosen["ref"] = ("cuda_graph", 12)  # a batched reference: no windows for the candidate's worker
+    pair.calls, pair.same_method_both_sides = [], lambda: None
+    pair.prepare_sides()
+    assert pair.calls[1] == ("new", {"allow_graph": True, "windows": None})
