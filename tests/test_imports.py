@@ -80,6 +80,14 @@ def test_every_module_has_one_layer_and_no_arrow_goes_up():
     assert upward_arrows(graph) == []
 
 
+def test_no_function_of_the_harness_is_over_50_lines():
+    """A function a newcomer reads whole (the house rule of issue 39): split one that grows past it."""
+    long = [f"{path.name}:{node.name} ({node.end_lineno - node.lineno + 1} lines)"
+            for path in sorted(HARNESS.glob("*.py")) for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 50]
+    assert long == []
+
+
 def test_an_upward_arrow_is_found():
     assert upward_arrows({"worker": {"judge", "check"}, "judge": {"worker"}, "check": set()}) == [("worker", "judge")]
 
