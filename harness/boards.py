@@ -13,12 +13,12 @@ from harness import records, store, verdict
 from harness.records import Result
 
 # leaderboard.csv's columns in file order: each a Result field of that name (its meaning declared there, its value
-# the record's) or one the board derives (BOARD_ONLY: its meaning here, its value made in `leaderboard`). docs/leaderboard.md's
-# table is made from them (a test checks it).
-LEADERBOARD_ORDER = ["problem", "rank", "candidate", "candidate_set", "backend", "precision", "status", "flags", "speedup",
-                     "speedup_ci_low", "speedup_ci_high", "tie", "ref_ms", "new_ms", "sol_pct", "ref_sol_pct", "gbps",
-                     "tflops", "max_abs_err", "new_peak_mb", "ref_peak_mb", "judge_peak_mb", "gpu", "device", "torch",
-                     "cuda", "harness", "date", "reason", "schema_version"]
+# the record's) or one the board derives (BOARD_ONLY: its meaning here, its value made in `leaderboard`).
+# docs/leaderboard.md's table is made from them (a test checks it).
+LEADERBOARD_ORDER = ["problem", "rank", "candidate", "candidate_set", "backend", "precision", "status", "flags",
+                     "speedup", "speedup_ci_low", "speedup_ci_high", "tie", "ref_ms", "new_ms", "sol_pct",
+                     "ref_sol_pct", "gbps", "tflops", "max_abs_err", "new_peak_mb", "ref_peak_mb", "judge_peak_mb",
+                     "gpu", "device", "torch", "cuda", "harness", "date", "reason", "schema_version"]
 BOARD_ONLY = {
     "rank": "1 = fastest correct candidate of its problem; empty when not correct, or when its speedup is not a "
             "measurement (noisy_timing, interference)",

@@ -12,8 +12,8 @@ What each process of the harness holds at its peak, every guarantee kept:
 - the candidate's worker: its private copy of the timing inputs (I); everything else there is the candidate's own.
 Each process also holds its CUDA context (~0.5 GiB), and each judge started ahead three of them (judges_ahead), ~1.9
 GiB on the H100: beside a pair that crowds the GPU (crowds_the_gpu) none starts CUDA, and those that had are replaced
-by judges that have not (judge_processes.JudgeStarter.make_room); beside any other pair they are taken from the free memory its
-pre-flight check sees. Once per machine (and torch version), the first
+by judges that have not (judge_processes.JudgeStarter.make_room); beside any other pair they are taken from the free
+memory its pre-flight check sees. Once per machine (and torch version), the first
 pair's judge measures the device's peaks after its timing (roofline.device_peaks: ~5 GiB for a moment, then handed
 back; where that memory is not free, that pair goes without a speed of light and a later one measures them).
 """

@@ -1,8 +1,8 @@
 """The trusted process of one pair: reference outputs, the worker, comparisons, guards and statistics.
 
-It imports the problem, never the candidate. Started by the runner (judge_processes.py), or forked from the judge factory, it
-reads the runner's messages on stdin (the run's config, then its pair's job) and writes its stages and its Result on
-the runner's pipe (main(); the messages: judge_protocol.py).
+It imports the problem, never the candidate. Started by the runner (judge_processes.py), or forked from the judge
+factory, it reads the runner's messages on stdin (the run's config, then its pair's job) and writes its stages and its
+Result on the runner's pipe (main(); the messages: judge_protocol.py).
 """
 from __future__ import annotations
 
@@ -82,11 +82,12 @@ class PairJudge:
         except Exception as exc:
             raise self.problem_failed("its file", exc) from None
         # Sized on the meta device (None: not sizable there).
-        self.memory = PairMemory(self.device, source, self.job["overrides"], problem_info.sizes(self.problem, self.dtype))
+        sizes = problem_info.sizes(self.problem, self.dtype)
+        self.memory = PairMemory(self.device, source, self.job["overrides"], sizes)
 
     def build_reference(self) -> None:
-        """Build Model under the init seed (after the pre-flight check, PairMemory.check: a model of many GiB of weights took 22 s to build on
-        the H100 before a pair it could not hold was skipped)."""
+        """Build Model under the init seed (after the pre-flight check, PairMemory.check: a model of many GiB of weights
+        took 22 s to build on the H100 before a pair it could not hold was skipped)."""
         try:
             self.init_args = inputs_mod.init_inputs(self.problem)
             self.model = semantics.build_model(self.problem.Model, self.init_args, self.cfg.init_seed, self.device,

@@ -15,7 +15,8 @@ from harness.footprint import OUT_OF_MEMORY
 from harness.problem_info import free_memory, gib, total_memory
 from harness.verdict import Status, Verdict
 
-MEMORY_HISTORY = "HARNESS_MEMORY_HISTORY"  # a folder: each judge's GPU memory history goes there (bench/memory_footprint.py)
+# A folder: each judge's GPU memory history goes there (bench/memory_footprint.py).
+MEMORY_HISTORY = "HARNESS_MEMORY_HISTORY"
 UNITS = {"B": 1, "bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
 
 
