@@ -115,7 +115,6 @@ def build(job: dict) -> dict:
     return {"status": Status.COMPILE_ERROR.value, "error": one_line(summary)} if summary else {}
 
 
-
 def problem_init_args(job: dict) -> Optional[list]:
     """The problem's constructor arguments (its own trusted code, on the CPU), or None if they cannot be had."""
     import torch

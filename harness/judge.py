@@ -428,8 +428,6 @@ def param_bytes(model) -> int:
     return sum(t.numel() * t.element_size() for t in model_tensors(model))
 
 
-
-
 def main() -> None:
     """Judge the pair whose job arrives on stdin; report its stages and its Result, as JSON lines, on the
     original stdout (the runner's pipe).

@@ -31,7 +31,6 @@ TAMPER_SHARE, TAMPER_SLACK_MS = 0.1, 0.2  # time a worker may leave unexplained 
 ROUND_SEED_OFFSET = 1000  # timing rounds draw their inputs from trial seeds past the correctness trials'
 
 
-
 @dataclass
 class Requests:
     """One side's timing requests as the judge saw them: the worker's samples (ms), the judge's own wall clock

@@ -45,7 +45,6 @@ class TimingSetup:
             if self.uses_only_reference_ops():
                 self.result.flags.append("no_custom_kernel")
 
-
     def uses_only_reference_ops(self) -> bool:
         """From runtime traces of one call per side: did the candidate only launch what the reference does?
 
@@ -74,7 +73,6 @@ class TimingSetup:
         except (TypeError, KeyError):
             raise Verdict(Status.CRASH, f"malformed trace from the worker: {str(new)[:200]}") from None
 
-
     def prepare_sides(self) -> None:
         """Both workers choose how to time their calls, the reference's first; then both time them the same way. A
         candidate whose calls are timed in single windows takes as many a sample as the reference's worker chose."""
@@ -82,7 +80,6 @@ class TimingSetup:
         windows = self.result.ref_batch if self.result.ref_timer in timing.SINGLE_METHODS else None
         self.prepare_side(reference=False, allow_graph=True, windows=windows)
         self.same_method_both_sides()
-
 
     def same_method_both_sides(self) -> None:
         """Both sides timed the same way. A call timed alone while the other side's is batched is batched too (on
@@ -98,7 +95,6 @@ class TimingSetup:
             self.prepare_side(reference=r.ref_timer == "cuda_graph")
         self.same_batch_both_sides()
 
-
     def same_batch_both_sides(self) -> None:
         """Batched sides time the same number of calls a window, the smaller side's: what a window costs beyond its
         calls (a graph's launch, the GPU's ramp) is then shared out alike. (On the H100, A/A pairs of ~20 us
@@ -111,7 +107,6 @@ class TimingSetup:
         batch = min(r.ref_batch, r.new_batch)
         self.prepare_side(reference=r.ref_batch > batch, allow_graph=r.ref_timer == "cuda_graph", batch=batch)
 
-
     def prepare_side(self, reference: bool, **how) -> None:
         """prepare_again on one side's worker (the reference's in its turn), its (method, batch) recorded."""
         r = self.result
@@ -120,7 +115,6 @@ class TimingSetup:
                 r.ref_timer, r.ref_batch = self.prepare_again(self.ref_sandbox, **how)
         else:
             r.new_timer, r.new_batch = self.prepare_again(self.sandbox, **how)
-
 
     def send_timing_inputs(self, trial: int) -> None:
         """Give each worker timing inputs of its own (the same ones), from its outbox. The inputs are made in the
@@ -141,7 +135,6 @@ class TimingSetup:
         self.expect_ok(self.sandbox.request("set_timing_inputs", self.cfg.timeout, inputs=new_inputs))
         del new_inputs
         release_cached_memory(self.device, outboxes=self.judge.outboxes())
-
 
     def prepare_again(self, sandbox, allow_graph: bool = False, batched: bool = False, batch: int | None = None,
                       windows: int | None = None) -> tuple:
