@@ -189,10 +189,10 @@ def special_truth_error(x: torch.Tensor, truth: torch.Tensor, atol: float, rtol:
     for _, t, v in chunks(truth, x, chunk):
         t, v = t.double(), v.double()
         ratio = (v - t).abs_().div_(t.abs().mul_(rtol).add_(atol))
-        special = ~t.isfinite()
+        special = ~t.isfinite()  # NaN or an infinity in the truth: the value must be the same (no error) or is wrong
         same = (v == t) | (v.isnan() & t.isnan())
         ratio = ratio.masked_fill_(special & same, 0.0).masked_fill_(special & ~same, float("inf"))
-        ratio = ratio.nan_to_num_(nan=float("inf"), posinf=float("inf"))
+        ratio = ratio.nan_to_num_(nan=float("inf"), posinf=float("inf"))  # a NaN value where the truth is finite
         worst = torch.maximum(worst, ratio.max())
         outside += (ratio > 1).sum()
     return TruthError(float(worst), int(outside))
