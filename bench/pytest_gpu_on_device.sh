@@ -1,0 +1,22 @@
+#!/bin/bash
+# `pytest -m gpu` in full on one lent GPU, in two calls of under 10 minutes each (the whole takes ~15 minutes):
+#   bash bench/pytest_gpu_on_device.sh NAME a    # the adversarial and isolation sets, footprint, probe, worker
+#   bash bench/pytest_gpu_on_device.sh NAME b    # the README's command as typed, then test_gpu and the seeds' solutions
+# Each part's log, junit XML and durations come back in $OUT (NAME-a.log, NAME-a.xml ...).
+name=${1:?NAME}; part=${2:?PART a or b}
+export PYTHONUNBUFFERED=1
+nvidia-smi -L
+git_free_sha=$(cat harness/*.py | sha256sum | cut -c1-12)
+echo "harness/*.py sha256 $git_free_sha"
+case $part in
+    a) files="tests/adversarial/test_adversarial_gpu.py tests/adversarial/test_isolation_gpu.py
+              tests/test_footprint.py tests/test_gpu_probe.py tests/test_worker.py" ;;
+    b) { timeout 120 python run.py --problem sigmoid; echo "exit status $?"; } > "$OUT/$name-readme.log" 2>&1
+       run=$(ls -dt results/*/ | head -1)
+       [ -f "$run/results.jsonl" ] && cp "$run/results.jsonl" "$OUT/$name-readme-results.jsonl"
+       files="tests/test_gpu.py tests/test_gpu_solutions.py" ;;
+    *) echo "PART is a or b"; exit 2 ;;
+esac
+{ timeout "${PYTEST_S:-540}" python3 -m pytest -v -m gpu -p no:cacheprovider --durations=0 \
+      --junitxml="$OUT/$name-$part.xml" $files; echo "exit status $?"; } > "$OUT/$name-$part.log" 2>&1
+tail -3 "$OUT/$name-$part.log"
