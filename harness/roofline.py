@@ -35,7 +35,8 @@ def measure_ms(fn, device: torch.device, repeats: int) -> float:
 
 
 def measure_peaks(device: torch.device, dtype: torch.dtype) -> dict:
-    """Copy bandwidth (bytes read + written per second) and the fastest matmul FLOP/s for `dtype`'s accuracy."""
+    """Copy bandwidth (bytes read + written per second), the fastest matmul FLOP/s for `dtype`'s accuracy, and for
+    float32 on a GPU the TF32 tensor cores' own rate (tf32_tflops)."""
     big = device.type == "cuda"
     n = 8192 if big else 1024
     # Random data (zeros run faster than real inputs), from a generator of our own: the default one may
@@ -44,12 +45,13 @@ def measure_peaks(device: torch.device, dtype: torch.dtype) -> dict:
     a = torch.randn(n, n, device=device, generator=generator).to(dtype)
     b = torch.randn(n, n, device=device, generator=generator).to(dtype)
     flop = 2 * n**3
-    tflops = flop / (measure_ms(lambda: a @ b, device, 10 if big else 3) * 1e9)
+    peaks = {"matmul_tflops": flop / (measure_ms(lambda: a @ b, device, 10 if big else 3) * 1e9)}
     if dtype == torch.float32 and big:
         # A float32-accurate GEMM may also run on TF32 tensor cores as a 3xTF32 split (three TF32 products),
         # which on an H100 is ~2.6x faster than the CUDA cores: a floor from the CUDA cores alone would flag it.
-        tflops = max(tflops, flop / (tf32_matmul_ms(a, b, device) * 1e9) / 3)
-    return {"copy_gbps": copy_gbps(device, (2 << 30) if big else (256 << 20)), "matmul_tflops": tflops}
+        peaks["tf32_tflops"] = flop / (tf32_matmul_ms(a, b, device) * 1e9)
+        peaks["matmul_tflops"] = max(peaks["matmul_tflops"], peaks["tf32_tflops"] / 3)
+    return {"copy_gbps": copy_gbps(device, (2 << 30) if big else (256 << 20)), **peaks}
 
 
 def tf32_matmul_ms(a: torch.Tensor, b: torch.Tensor, device: torch.device) -> float:
@@ -72,7 +74,7 @@ def copy_gbps(device: torch.device, nbytes: int) -> float:
 def device_peaks(device: torch.device, dtype: torch.dtype, cache_dir: Path) -> dict:
     """The cached peaks of this device for `dtype`, measured on first use."""
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-    key = "".join(c if c.isalnum() else "_" for c in f"{name}-torch{torch.__version__}-v2")  # v2: 3xTF32 floor
+    key = "".join(c if c.isalnum() else "_" for c in f"{name}-torch{torch.__version__}-v3")  # v3: tf32_tflops
     path = Path(cache_dir) / f"{key}.json"
     cached = json.loads(path.read_text()) if path.exists() else {}
     label = str(dtype).removeprefix("torch.")
@@ -84,9 +86,19 @@ def device_peaks(device: torch.device, dtype: torch.dtype, cache_dir: Path) -> d
     return cached[label]
 
 
-def floor_ms(nbytes: int, flops: int, peaks: dict) -> float:
-    """The roofline floor: the larger of moving the bytes at copy bandwidth and doing the FLOPs at peak rate."""
-    return max(nbytes / (peaks["copy_gbps"] * 1e6), flops / (peaks["matmul_tflops"] * 1e9))
+def tf32_allowed() -> bool:
+    """Do this process's math flags let float32 convolutions or matmuls run on TF32 tensor cores? PyTorch's defaults
+    do for convolutions (cudnn.allow_tf32), which the harness keeps: KernelBench's reference semantics."""
+    return bool(torch.backends.cudnn.allow_tf32 or torch.backends.cuda.matmul.allow_tf32)
+
+
+def floor_ms(nbytes: int, flops: int, peaks: dict, tf32: bool = False) -> float:
+    """The roofline floor: the larger of moving the bytes at copy bandwidth and doing the FLOPs at peak rate. With
+    `tf32` (a float32 pair whose math flags allow TF32) the peak rate is the TF32 tensor cores': a convolution the
+    reference itself runs in TF32 is otherwise "faster than the hardware allows" (the FLOP count does not say which
+    FLOPs are a convolution's)."""
+    rate = peaks.get("tf32_tflops", peaks["matmul_tflops"]) if tf32 else peaks["matmul_tflops"]
+    return max(nbytes / (peaks["copy_gbps"] * 1e6), flops / (max(rate, peaks["matmul_tflops"]) * 1e9))
 
 
 def sol_pct(floor: float, ms: Optional[float]) -> Optional[float]:

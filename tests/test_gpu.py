@@ -172,6 +172,7 @@ def test_peaks_on_the_gpu(tmp_path):
     cuda_cores = 2 * 4096**3 / (roofline.measure_ms(lambda: a @ a, torch.device("cuda"), 5) * 1e9)
     tf32 = 2 * 4096**3 / (roofline.tf32_matmul_ms(a, a, torch.device("cuda")) * 1e9)
     assert peaks["matmul_tflops"] >= 0.9 * max(cuda_cores, tf32 / 3)  # a 3xTF32 GEMM is not below the floor
+    assert peaks["tf32_tflops"] >= 0.9 * tf32  # nor is a TF32 convolution, where the math flags allow it
 
 
 def test_compiled_baseline_and_hot_cache_are_recorded(tmp_path):

@@ -11,6 +11,29 @@ def test_roofline_floor_and_sol():
     assert roofline.sol_pct(2.0, 4.0) == 50.0 and roofline.sol_pct(2.0, None) is None
 
 
+def test_the_floor_takes_the_tf32_rate_when_the_math_flags_allow_tf32():
+    """A float32 convolution the reference itself runs on TF32 tensor cores (PyTorch's default for cuDNN) is not
+    "faster than the hardware allows": KernelBench's level1 55_, 56_, 62_, 69_, 80_ references were, at 3xTF32."""
+    peaks = {"copy_gbps": 1000.0, "matmul_tflops": 10.0, "tf32_tflops": 30.0}
+    assert roofline.floor_ms(0, 3 * 10**12, peaks) == 300.0
+    assert roofline.floor_ms(0, 3 * 10**12, peaks, tf32=True) == 100.0
+    cpu_peaks = {"copy_gbps": 1000.0, "matmul_tflops": 10.0}  # no TF32 rate measured: the matmul rate
+    assert roofline.floor_ms(0, 10**12, cpu_peaks, tf32=True) == 100.0
+
+
+def test_tf32_allowed_reads_the_math_flags():
+    saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    try:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = True, False  # PyTorch's defaults
+        assert roofline.tf32_allowed()
+        torch.backends.cudnn.allow_tf32 = False
+        assert not roofline.tf32_allowed()
+        torch.backends.cuda.matmul.allow_tf32 = True
+        assert roofline.tf32_allowed()
+    finally:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
+
+
 def test_peaks_are_measured_in_the_dtype_the_pair_computes_in():
     """Never in an integer dtype: an argmax's int64 output said nothing of its float inputs, and CUDA has no
     int64 matmul to measure (KernelBench's 51_Argmax crashed on the GPU for it)."""
