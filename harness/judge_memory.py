@@ -18,6 +18,9 @@ from harness.verdict import Status, Verdict
 # A folder: each judge's GPU memory history goes there (bench/memory_footprint.py).
 MEMORY_HISTORY = "HARNESS_MEMORY_HISTORY"
 UNITS = {"B": 1, "bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
+# What the reference's timing warm-up may take beyond the room it leaves the candidate's: lenient, since the
+# candidate's worker paid its first-use costs (kernels loaded, library handles) in the correctness trials.
+ROOM_SLACK = 256 << 20
 
 
 class PairMemory:
@@ -62,6 +65,19 @@ class PairMemory:
         finally:
             peak = torch.cuda.max_memory_allocated(self.device) - before
             self.reference_call_peak = max(self.reference_call_peak, peak)
+
+    def check_room_alike(self, free_before: int, free_after: int) -> None:
+        """After the reference's worker warmed up for timing, which left `free_after` of the `free_before` bytes free
+        on the GPU: skipped, with the figures, unless the candidate's warm-up has the room the reference's took (less
+        ROOM_SLACK). Else the two sides are timed unlike: on an H100 capped to 24 GiB, KernelBench's
+        64_conv_transposed_1D's reference kept its cuDNN workspace cached, the A/A candidate's worker found no room
+        for one, and cuDNN ran a slower algorithm for it every call: 0.301, a correct pair and no tie (a tie at 80 GiB)."""
+        taken = free_before - free_after
+        if free_after + ROOM_SLACK < taken:
+            raise Verdict(Status.SKIPPED, f"the reference's timing warm-up took {gib(taken)} of the GPU and left "
+                                          f"{gib(free_after)} for the candidate's: on this device the two sides cannot "
+                                          f"be timed alike (a convolution runs a slower algorithm where its workspace "
+                                          f"does not fit); {problem_info.shrink_hint(self.problem_source, self.overrides)}")
 
     def worker_out_of_memory(self, message: str) -> Verdict:
         """The candidate's worker's call ran out of GPU memory: its runtime_error when what it held and asked for,

@@ -7,6 +7,7 @@ import re
 
 from harness import footprint, timing
 from harness.judge_memory import release_cached_memory
+from harness.problem_info import free_memory
 from harness.verdict import Status, Verdict
 
 # Torch operators that allocate, reshape or copy rather than compute.
@@ -74,9 +75,15 @@ class TimingSetup:
             raise Verdict(Status.CRASH, f"malformed trace from the worker: {str(new)[:200]}") from None
 
     def prepare_sides(self) -> None:
-        """Both workers choose how to time their calls, the reference's first; then both time them the same way. A
-        candidate whose calls are timed in single windows takes as many a sample as the reference's worker chose."""
+        """Both workers choose how to time their calls, the reference's first; on a GPU the pair is skipped unless
+        the candidate's warm-up has the room the reference's took (PairMemory.check_room_alike); then both time them
+        the same way. A candidate whose calls are timed in single windows takes as many a sample as the reference's
+        worker chose."""
+        gpu = self.device.type == "cuda"
+        free_before = free_memory(self.device) if gpu else 0
         self.prepare_side(reference=True, allow_graph=True)
+        if gpu:
+            self.judge.memory.check_room_alike(free_before, free_memory(self.device))
         windows = self.result.ref_batch if self.result.ref_timer in timing.SINGLE_METHODS else None
         self.prepare_side(reference=False, allow_graph=True, windows=windows)
         self.same_method_both_sides()

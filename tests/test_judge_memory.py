@@ -111,3 +111,21 @@ def test_out_of_memory_is_the_candidates_only_beyond_its_allowance(monkeypatch):
     verdict = memory.blame(message, 11, 22)  # NVML cannot say
     assert verdict.status.value == "skipped" and "not blamed" in verdict.error
     assert memory.blame("the reference's timing worker failed: KeyError", 11, 22) is None
+
+
+def test_the_candidate_warms_up_with_the_room_the_reference_took_or_the_pair_is_skipped():
+    """Timed alike or not at all: on an H100 capped to 24 GiB the reference's worker kept a 4 GiB cuDNN workspace,
+    the A/A candidate's had no room for one and ran a slower algorithm (0.301, correct, no tie)."""
+    from harness import judge_memory
+
+    source = (ROOT / "problems" / "sigmoid.py").read_text()
+    memory = judge_memory.PairMemory(torch.device("cuda", 0), source, {}, sigmoid_sizes())
+    gib = 1 << 30
+    memory.check_room_alike(20 * gib, 14 * gib)  # took 6 GiB, 14 left: room for the candidate's
+    memory.check_room_alike(10 * gib, 5 * gib)  # took 5, 5 left: the same room
+    memory.check_room_alike(10 * gib, 5 * gib - (judge_memory.ROOM_SLACK >> 1))  # within the slack
+    with pytest.raises(Verdict) as raised:
+        memory.check_room_alike(10 * gib, 4 * gib)  # took 6, 4 left
+    assert raised.value.status == Status.SKIPPED
+    assert "took 6.0 GiB" in raised.value.error and "left 4.0 GiB" in raised.value.error, raised.value.error
+    assert "batch_size=4096" in raised.value.error  # the --set to shrink it

@@ -49,6 +49,7 @@ class SideTimers:
         pair.result = SimpleNamespace(ref_timer=ref, ref_batch=None if ref == "cuda_event" else 8, new_timer=new,
                                       new_batch=None if new == "cuda_event" else 8)
         pair.sandbox, pair.ref_sandbox, pair.calls = "new", "ref", []
+        pair.device = torch.device("cpu")  # no room to measure: the host's memory is not the GPU's
         pair.reference_side = contextlib.nullcontext
 
         def prepare_again(sandbox, allow_graph=False, batched=False, batch=None, windows=None):
@@ -113,3 +114,30 @@ def test_a_candidate_timed_in_single_windows_takes_as_many_a_sample_as_the_refer
     pair.calls, pair.same_method_both_sides = [], lambda: None
     pair.prepare_sides()
     assert pair.calls[1] == ("new", {"allow_graph": True, "windows": None})
+
+
+def test_the_room_left_after_the_references_warm_up_is_checked_before_the_candidates(monkeypatch):
+    """prepare_sides measures the free memory around the reference's warm-up and asks PairMemory before the
+    candidate's worker warms up: a pair it skips never times its candidate."""
+    from harness import judge_timing_setup
+
+    frees, read_after = iter([10 << 30, 4 << 30]), []  # read_after: how many warm-ups each reading followed
+    asked, prepared = [], []
+
+    def free_memory(device):
+        read_after.append(len(prepared))
+        return next(frees)
+
+    monkeypatch.setattr(judge_timing_setup, "free_memory", free_memory)
+    setup = TimingSetup.__new__(TimingSetup)
+    setup.device = torch.device("cuda", 0)
+
+    def check_room_alike(*free):
+        asked.append(free)
+        raise Verdict(Status.SKIPPED, "no room")
+
+    setup.judge = SimpleNamespace(memory=SimpleNamespace(check_room_alike=check_room_alike))
+    setup.prepare_side = lambda reference, **how: prepared.append(reference)
+    with pytest.raises(Verdict):
+        setup.prepare_sides()
+    assert asked == [(10 << 30, 4 << 30)] and prepared == [True] and read_after == [0, 1]
