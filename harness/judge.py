@@ -65,7 +65,7 @@ class PairJudge:
         self.worker_threads = torch.get_num_threads()  # what the workers compute with (main() sets it)
         self.random_reference = False  # does the reference draw random numbers (seen on its first call)?
         self.trials = Trials(self)
-        self.flops = self.bytes_moved = 0
+        self.flops = self.tf32_flops = self.bytes_moved = 0
         self.compute_dtype = torch.float32  # what the roofline's peaks are measured in
 
     # -- the reference side ------------------------------------------------------------------------
@@ -124,6 +124,7 @@ class PairJudge:
         with FlopCounterMode(display=False) as counter:
             out = semantics.call(self.model, inputs, seed)
         self.flops = counter.get_total_flops()
+        self.tf32_flops = roofline.tf32_flops(counter.get_flop_counts().get("Global", {}))
         return out
 
     def truth_first(self, trial: int, wide: bool, seed: int | None):

@@ -323,7 +323,7 @@ class PairTiming:
             self.judge.note("no speed of light: the device's peaks could not be measured beside this pair (out of "
                             "GPU memory); a later pair measures them")
             return
-        tf32 = self.judge.compute_dtype == torch.float32 and roofline.tf32_allowed()
+        tf32 = self.judge.tf32_flops if self.judge.compute_dtype == torch.float32 else 0
         r.floor_ms = roofline.floor_ms(self.judge.bytes_moved, self.judge.flops, peaks, tf32)
         r.sol_pct, r.ref_sol_pct = roofline.sol_pct(r.floor_ms, r.new_ms), roofline.sol_pct(r.floor_ms, r.ref_ms)
         if r.new_ms < roofline.BELOW_FLOOR * r.floor_ms:

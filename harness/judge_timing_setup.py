@@ -33,11 +33,11 @@ class TimingSetup:
         """Give both workers timing inputs, let them choose their timing methods, and trace one call of each."""
         trial = self.cfg.total_trials  # the timing inputs' seed: past the correctness trials'
         if self.job.get("flops") is not None:  # counted by an earlier judge of this run on this problem
-            self.judge.flops = self.job["flops"]
+            self.judge.flops, self.judge.tf32_flops = self.job["flops"], self.job.get("tf32_flops") or 0
         else:
             with self.phase("timing_setup.flops"):
                 self.judge.reference(self.judge.make_inputs(trial, wide=False), count_flops=True)  # FLOPs of one call
-        self.result.flops = self.judge.flops
+        self.result.flops, self.result.tf32_flops = self.judge.flops, self.judge.tf32_flops
         release_cached_memory(self.device, outboxes=self.judge.outboxes())
         with self.phase("timing_setup.prepare"):
             self.send_timing_inputs(trial)

@@ -85,8 +85,10 @@ class Result:
     ref_tflops: Optional[float] = column("the reference's achieved TFLOP/s", None)
     flops: Optional[int] = column("FLOPs of one reference call (FlopCounterMode, counted once per problem in a run)",
                                   None)
+    tf32_flops: Optional[int] = column("of those FLOPs, the ones the math flags let run on TF32 tensor cores (the "
+                                       "convolutions', under PyTorch's defaults)", None)
     floor_ms: Optional[float] = column("the roofline floor of one call: the larger of bytes / peak bandwidth and FLOPs "
-                                       "/ peak FLOP/s, ms", None)
+                                       "/ peak FLOP/s (tf32_flops at the TF32 rate), ms", None)
     ref_err_vs_fp64: Optional[float] = column("the reference's worst error against the float64 truth, in tolerances "
                                               "(null: not finite, or no truth)", None)
     new_err_vs_fp64: Optional[float] = column("the same for the candidate", None)

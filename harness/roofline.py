@@ -86,19 +86,23 @@ def device_peaks(device: torch.device, dtype: torch.dtype, cache_dir: Path) -> d
     return cached[label]
 
 
-def tf32_allowed() -> bool:
-    """Do this process's math flags let float32 convolutions or matmuls run on TF32 tensor cores? PyTorch's defaults
-    do for convolutions (cudnn.allow_tf32), which the harness keeps: KernelBench's reference semantics."""
-    return bool(torch.backends.cudnn.allow_tf32 or torch.backends.cuda.matmul.allow_tf32)
+def tf32_flops(counts: dict) -> int:
+    """Of a call's FLOPs by operator (FlopCounterMode's "Global" counts), those this process's math flags let run on
+    TF32 tensor cores: the convolutions' while cudnn.allow_tf32 (PyTorch's default, which the harness keeps:
+    KernelBench's semantics), the matmuls' while cuda.matmul.allow_tf32 (off by default)."""
+    convolutions, matmuls = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    return sum(n for op, n in counts.items() if (convolutions if "convolution" in str(op) else matmuls))
 
 
-def floor_ms(nbytes: int, flops: int, peaks: dict, tf32: bool = False) -> float:
-    """The roofline floor: the larger of moving the bytes at copy bandwidth and doing the FLOPs at peak rate. With
-    `tf32` (a float32 pair whose math flags allow TF32) the peak rate is the TF32 tensor cores': a convolution the
-    reference itself runs in TF32 is otherwise "faster than the hardware allows" (the FLOP count does not say which
-    FLOPs are a convolution's)."""
-    rate = peaks.get("tf32_tflops", peaks["matmul_tflops"]) if tf32 else peaks["matmul_tflops"]
-    return max(nbytes / (peaks["copy_gbps"] * 1e6), flops / (max(rate, peaks["matmul_tflops"]) * 1e9))
+def floor_ms(nbytes: int, flops: int, peaks: dict, tf32_flops: int = 0) -> float:
+    """The roofline floor: the larger of moving the bytes at copy bandwidth and doing the FLOPs at peak rate, the
+    `tf32_flops` of them (a float32 pair's that may run on TF32 tensor cores) at the TF32 rate where one was measured,
+    the rest at the float32-accurate matmul rate. (At 3xTF32's rate alone, KernelBench's level1 convolutions 55_,
+    56_, 62_, 69_ and 80_ ran their references' own TF32 convolutions "faster than the hardware allows".)"""
+    matmul = peaks["matmul_tflops"]
+    tf32 = max(peaks.get("tf32_tflops", matmul), matmul)
+    compute_ms = (tf32_flops / tf32 + (flops - tf32_flops) / matmul) / 1e9
+    return max(nbytes / (peaks["copy_gbps"] * 1e6), compute_ms)
 
 
 def sol_pct(floor: float, ms: Optional[float]) -> Optional[float]:

@@ -37,8 +37,8 @@ class RunContext:
     executor: str = "local"  # or "ray": the same stages as Ray tasks
     ray_address: Optional[str] = None  # an existing Ray cluster; None starts a local one
     provenance: dict = dataclasses.field(default_factory=dict)  # torch, CUDA and harness versions, for every Result
-    # FLOPs of one reference call per problem file and sizes (flops_key), counted by the run's first judge of it
-    # that reached timing: later judges of that problem skip the count (seconds of CPU each on a CPU run).
+    # (FLOPs, TF32 FLOPs) of one reference call per problem file and sizes (flops_key), counted by the run's first
+    # judge of it that reached timing: later judges of that problem skip the count (seconds of CPU each on a CPU run).
     flops: dict = dataclasses.field(default_factory=dict)
     isolation: dict = dataclasses.field(default_factory=dict)  # environment.isolation: protections in force here
     min_speedup: Optional[float] = None  # --gate --min-speedup: a CI across it gets more rounds (gate_timing_s)
@@ -170,11 +170,12 @@ def hand_to_judge(pair: discover.Pair, source: str, ctx: RunContext, starter: Op
            "log_path": str(log_dir / f"{stem}.worker.log"),
            "build_dir": str(build_dir(ctx, source)),
            "peaks_dir": str(under_root(ctx.config.peaks_cache_dir)),
-           "flops": ctx.flops.get(flops_key(pair, ctx)), "min_speedup": ctx.min_speedup}
+           "min_speedup": ctx.min_speedup}
+    job["flops"], job["tf32_flops"] = ctx.flops.get(flops_key(pair, ctx), (None, None))
     starter = starter or judge_processes.JudgeStarter(ctx, (), ahead=0)
     result = judge_processes.follow_pair(job, starter.take(ctx.device), ctx.config, log_dir, stem, on_stage, starter)
     if result.flops is not None:
-        ctx.flops.setdefault(flops_key(pair, ctx), result.flops)
+        ctx.flops.setdefault(flops_key(pair, ctx), (result.flops, result.tf32_flops))
     return result
 
 

@@ -13,6 +13,7 @@ def run_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
 def test_flops_are_counted_once_per_problem_in_a_run(judged_pairs):
     first, later = judged_pairs[("fx_jitter", "aa_reference")], judged_pairs[("fx_jitter", "jitters_more")]  # judged in this order
     assert first["flops"] is not None and later["flops"] == first["flops"]
+    assert first["tf32_flops"] is not None and later["tf32_flops"] == first["tf32_flops"]  # the floor's TF32 share too
     assert "timing_setup.flops" in first["phases_s"] and "timing_setup.flops" not in later["phases_s"]
 
 

@@ -11,25 +11,35 @@ def test_roofline_floor_and_sol():
     assert roofline.sol_pct(2.0, 4.0) == 50.0 and roofline.sol_pct(2.0, None) is None
 
 
-def test_the_floor_takes_the_tf32_rate_when_the_math_flags_allow_tf32():
+def test_flops_the_math_flags_let_run_on_tf32_take_the_tf32_rate():
     """A float32 convolution the reference itself runs on TF32 tensor cores (PyTorch's default for cuDNN) is not
     "faster than the hardware allows": KernelBench's level1 55_, 56_, 62_, 69_, 80_ references were, at 3xTF32."""
     peaks = {"copy_gbps": 1000.0, "matmul_tflops": 10.0, "tf32_tflops": 30.0}
-    assert roofline.floor_ms(0, 3 * 10**12, peaks) == 300.0
-    assert roofline.floor_ms(0, 3 * 10**12, peaks, tf32=True) == 100.0
+    assert roofline.floor_ms(0, 3 * 10**12, peaks) == 300.0  # all at the float32-accurate rate
+    assert roofline.floor_ms(0, 3 * 10**12, peaks, tf32_flops=3 * 10**12) == 100.0
+    assert roofline.floor_ms(0, 3 * 10**12, peaks, tf32_flops=1.5 * 10**12) == 200.0  # 50 ms + 150 ms
     cpu_peaks = {"copy_gbps": 1000.0, "matmul_tflops": 10.0}  # no TF32 rate measured: the matmul rate
-    assert roofline.floor_ms(0, 10**12, cpu_peaks, tf32=True) == 100.0
+    assert roofline.floor_ms(0, 10**12, cpu_peaks, tf32_flops=10**12) == 100.0
 
 
-def test_tf32_allowed_reads_the_math_flags():
+def test_tf32_flops_are_the_convolutions_under_pytorchs_defaults():
+    from torch.utils.flop_counter import FlopCounterMode
+
+    conv, linear = torch.nn.Conv2d(3, 8, 3), torch.nn.Linear(16, 4)
+    with FlopCounterMode(display=False) as counter:
+        conv(torch.randn(2, 3, 16, 16))
+        linear(torch.randn(5, 16))
+    counts = counter.get_flop_counts()["Global"]
+    conv_flops = 2 * 2 * 8 * 14 * 14 * 3 * 3 * 3
+    assert counter.get_total_flops() == conv_flops + 2 * 5 * 16 * 4
     saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
     try:
         torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = True, False  # PyTorch's defaults
-        assert roofline.tf32_allowed()
-        torch.backends.cudnn.allow_tf32 = False
-        assert not roofline.tf32_allowed()
+        assert roofline.tf32_flops(counts) == conv_flops
         torch.backends.cuda.matmul.allow_tf32 = True
-        assert roofline.tf32_allowed()
+        assert roofline.tf32_flops(counts) == counter.get_total_flops()
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = False, False
+        assert roofline.tf32_flops(counts) == 0
     finally:
         torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
 
