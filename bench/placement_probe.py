@@ -47,7 +47,7 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="override a size constant of the problem (as run.py --set)")
     args = parser.parse_args()
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False  # as the harness's workers
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False  # exact float32 (the harness itself now keeps torch's defaults)
     problem = load(args.problem)
     for item in args.set:
         name, value = item.split("=", 1)

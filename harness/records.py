@@ -86,7 +86,8 @@ class Result:
     flops: Optional[int] = column("FLOPs of one reference call (FlopCounterMode, counted once per problem in a run)",
                                   None)
     tf32_flops: Optional[int] = column("of those FLOPs, the ones the math flags let run on TF32 tensor cores (the "
-                                       "convolutions', under PyTorch's defaults)", None)
+                                       "convolutions', under PyTorch's defaults); the floor counts them for float32 "
+                                       "pairs on a GPU", None)
     floor_ms: Optional[float] = column("the roofline floor of one call: the larger of bytes / peak bandwidth and FLOPs "
                                        "/ peak FLOP/s (tf32_flops at the TF32 rate), ms", None)
     ref_err_vs_fp64: Optional[float] = column("the reference's worst error against the float64 truth, in tolerances "

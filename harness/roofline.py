@@ -88,16 +88,29 @@ def device_peaks(device: torch.device, dtype: torch.dtype, cache_dir: Path) -> d
 
 def tf32_flops(counts: dict) -> int:
     """Of a call's FLOPs by operator (FlopCounterMode's "Global" counts), those this process's math flags let run on
-    TF32 tensor cores: the convolutions' while cudnn.allow_tf32 (PyTorch's default, which the harness keeps:
-    KernelBench's semantics), the matmuls' while cuda.matmul.allow_tf32 (off by default)."""
-    convolutions, matmuls = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
-    return sum(n for op, n in counts.items() if (convolutions if "convolution" in str(op) else matmuls))
+    TF32 tensor cores: the convolutions' while cuDNN may (PyTorch's default, which the harness keeps: KernelBench's
+    semantics), the others' (matmuls, attention) while cuda.matmul.allow_tf32 (off by default). Lenient where a
+    kernel keeps float32 accuracy anyway (a depthwise convolution off cuDNN, say): a floor may be too low, never high."""
+    convolutions, others = tf32_convolutions(), bool(torch.backends.cuda.matmul.allow_tf32)
+    return sum(n for op, n in counts.items() if (convolutions if "convolution" in str(op) else others))
+
+
+def tf32_convolutions() -> bool:
+    """May float32 convolutions run on TF32 tensor cores here? cudnn.allow_tf32, which torch (2.9 on) refuses to read
+    once a problem has set its newer per-operator flags apart (cudnn.conv.fp32_precision = "ieee", say): then the
+    convolutions' own flag, or the first it inherits from that is set."""
+    try:
+        return bool(torch.backends.cudnn.allow_tf32)
+    except RuntimeError:
+        backends = torch.backends
+        chain = (backends.cudnn.conv.fp32_precision, backends.cudnn.fp32_precision, backends.fp32_precision)
+        return next((p for p in chain if p != "none"), "ieee") == "tf32"
 
 
 def floor_ms(nbytes: int, flops: int, peaks: dict, tf32_flops: int = 0) -> float:
     """The roofline floor: the larger of moving the bytes at copy bandwidth and doing the FLOPs at peak rate, the
     `tf32_flops` of them (a float32 pair's that may run on TF32 tensor cores) at the TF32 rate where one was measured,
-    the rest at the float32-accurate matmul rate. (At 3xTF32's rate alone, KernelBench's level1 convolutions 55_,
+    then the rest at the float32-accurate matmul rate (the two times added: both use the tensor cores). (At 3xTF32's rate alone, KernelBench's level1 convolutions 55_,
     56_, 62_, 69_ and 80_ ran their references' own TF32 convolutions "faster than the hardware allows".)"""
     matmul = peaks["matmul_tflops"]
     tf32 = max(peaks.get("tf32_tflops", matmul), matmul)

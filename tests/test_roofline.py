@@ -1,4 +1,5 @@
 """Speed of light (harness/roofline.py): the floor, and the device's peaks measured once."""
+import pytest
 import torch
 
 from harness import roofline
@@ -59,3 +60,21 @@ def test_peaks_are_measured_once_and_cached(tmp_path):
     (cached,) = tmp_path.iterdir()
     cached.write_text(cached.read_text().replace(str(first["copy_gbps"]), "123.0"))
     assert roofline.device_peaks(torch.device("cpu"), torch.float32, tmp_path)["copy_gbps"] == 123.0
+
+
+def test_tf32_flops_read_torchs_newer_flags_where_the_old_one_cannot_be_read():
+    """torch 2.9 on refuses to read cudnn.allow_tf32 once a problem sets its per-operator flags apart: counting a
+    reference's FLOPs must not end its pair (it ran inside the reference's call, a harness_error blaming the problem)."""
+    if not hasattr(torch.backends.cudnn, "conv") or not hasattr(torch.backends.cudnn.conv, "fp32_precision"):
+        pytest.skip("this torch has no per-operator fp32_precision flags")
+    counts = {"aten.convolution": 100, "aten.mm": 10}
+    saved = torch.backends.cudnn.conv.fp32_precision
+    try:
+        torch.backends.cudnn.conv.fp32_precision = "ieee"  # convolutions exact, RNNs still TF32: set apart
+        with pytest.raises(RuntimeError):
+            torch.backends.cudnn.allow_tf32
+        assert roofline.tf32_flops(counts) == 0
+        torch.backends.cudnn.conv.fp32_precision = "tf32"
+        assert roofline.tf32_flops(counts) == 100
+    finally:
+        torch.backends.cudnn.conv.fp32_precision = saved
