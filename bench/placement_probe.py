@@ -47,7 +47,8 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="override a size constant of the problem (as run.py --set)")
     args = parser.parse_args()
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False  # exact float32 (the harness itself now keeps torch's defaults)
+    # Exact float32 (the harness itself now keeps torch's defaults: cuDNN's TF32 on).
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
     problem = load(args.problem)
     for item in args.set:
         name, value = item.split("=", 1)

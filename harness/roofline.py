@@ -110,8 +110,9 @@ def tf32_convolutions() -> bool:
 def floor_ms(nbytes: int, flops: int, peaks: dict, tf32_flops: int = 0) -> float:
     """The roofline floor: the larger of moving the bytes at copy bandwidth and doing the FLOPs at peak rate, the
     `tf32_flops` of them (a float32 pair's that may run on TF32 tensor cores) at the TF32 rate where one was measured,
-    then the rest at the float32-accurate matmul rate (the two times added: both use the tensor cores). (At 3xTF32's rate alone, KernelBench's level1 convolutions 55_,
-    56_, 62_, 69_ and 80_ ran their references' own TF32 convolutions "faster than the hardware allows".)"""
+    then the rest at the float32-accurate matmul rate (the two times added: both use the tensor cores). (At 3xTF32's
+    rate alone, KernelBench's level1 convolutions 55_, 56_, 62_, 69_ and 80_ ran their references' own TF32
+    convolutions "faster than the hardware allows".)"""
     matmul = peaks["matmul_tflops"]
     tf32 = max(peaks.get("tf32_tflops", matmul), matmul)
     compute_ms = (tf32_flops / tf32 + (flops - tf32_flops) / matmul) / 1e9
