@@ -23,7 +23,6 @@ import csv
 import json
 import os
 import random
-import shutil
 import subprocess
 import sys
 import time
@@ -38,10 +37,11 @@ KB_TIMEOUT_S = int(os.environ.get("REALGEN_KB_TIMEOUT_S", 600))  # a pair's time
 
 
 def corpus_rows(corpus: Path) -> list[dict]:
-    """pairs.csv rows (problem, candidate, id, level, problem_id), joined with the manifest's source columns."""
+    """pairs.csv rows (problem, candidate, id, level, problem_id), joined with the manifest's source columns, and the
+    candidate's sha256."""
     manifest = {r["id"]: r for r in csv.DictReader((ROOT / "bench" / "realgen" / "manifest.csv").open())}
     rows = list(csv.DictReader((corpus / "pairs.csv").open()))
-    return [{**manifest[r["id"]], **r} for r in rows]
+    return [{**manifest[r["id"]], **r, "candidate_sha": candidate_sha(corpus / r["candidate"])} for r in rows]
 
 
 def ordered(rows: list[dict], limit: int | None) -> list[dict]:
@@ -109,23 +109,36 @@ def run_kernelbench(args) -> None:
             record = last_json_line(proc.stdout) or {"error": f"exit {proc.returncode}: {proc.stderr[-300:]}"}
         except subprocess.TimeoutExpired:
             record = {"error": f"no result within {KB_TIMEOUT_S} s"}
-        record.update(id=row["id"], problem=row["problem"], wall_s=round(time.monotonic() - started, 1))
+        record.update(id=row["id"], problem=row["problem"], candidate_sha=row["candidate_sha"],
+                      wall_s=round(time.monotonic() - started, 1))
         with done_path.open("a") as f:
             f.write(json.dumps(record) + "\n")
         print(f"{row['id']}: {summary(record)}", flush=True)
 
 
 def matching(records: list[dict], rows: list[dict], kernelbench_record: bool = False) -> dict:
-    """{id: record} of the records made for the corpus's pairs as they are now (a row whose problem was corrected in the
-    manifest makes its old records stale); the last record of a pair wins."""
+    """{id: record} of the records made for the corpus's pairs as they are now: the same problem file and the same
+    candidate source (a row corrected in the manifest makes its old records stale); the last record of a pair wins."""
     problems = {r["id"]: r["problem"] for r in rows}
+    candidates = {r["id"]: r["candidate_sha"] for r in rows}
     found = {}
     for record in records:
         pair = record["id"] if kernelbench_record else record["solution"]
         where = record.get("problem") if kernelbench_record else record.get("problem_path")
-        if pair in problems and where and str(where).endswith(problems[pair]):
+        # The harness's resume key holds the first 12 hex digits of the candidate's sha256 (runner.pair_key).
+        sha = record.get("candidate_sha") if kernelbench_record else (record.get("key") or "::::").split(":")[3]
+        if (pair in problems and where and str(where).endswith(problems[pair]) and sha
+                and candidates[pair].startswith(sha)):
             found[pair] = record
     return found
+
+
+def candidate_sha(path: Path) -> str:
+    """The candidate source's sha256, as the harness's resume key takes it."""
+    sys.path.insert(0, str(ROOT))
+    from harness.discover import sha256_text
+
+    return sha256_text(path.read_text())
 
 
 def last_json_line(text: str):
@@ -147,6 +160,7 @@ def kb_one(args) -> None:
 
     kb_eval = load_kernelbench()
     candidate = Path(args.candidate).read_text()
+    sha = candidate_sha(Path(args.candidate))
     build_dir = harness_build_dir(candidate) or str(Path(args.candidate).with_suffix(".kb-build").resolve())
     torch.cuda.reset_peak_memory_stats()
     result = kb_eval.eval_kernel_against_ref(
@@ -154,11 +168,11 @@ def kb_one(args) -> None:
         measure_performance=True, timing_method="cuda_event", build_dir=build_dir, device=torch.device("cuda:0"),
         backend="triton" if args.backend == "triton" else "cuda", precision=torch.float32)
     if result is None:  # its "lock file error, please retry"
-        print(json.dumps({"error": "KernelBench asked for a retry (lock file)"}))
+        print(json.dumps({"error": "KernelBench asked for a retry (lock file)", "candidate_sha": sha}))
         return
     meta = {k: str(v)[:300] for k, v in result.metadata.items() if k not in ("runtime_error_traceback",)}
     speedup = result.ref_runtime / result.runtime if result.runtime > 0 and result.ref_runtime > 0 else None
-    print(json.dumps({"compiled": result.compiled, "correct": result.correctness, "runtime_ms": result.runtime,
+    print(json.dumps({"candidate_sha": sha, "compiled": result.compiled, "correct": result.correctness, "runtime_ms": result.runtime,
                       "ref_runtime_ms": result.ref_runtime, "speedup": speedup, "metadata": meta,
                       "peak_mem_mb": round(torch.cuda.max_memory_allocated() / 2**20, 1),
                       "peak_reserved_mb": round(torch.cuda.max_memory_reserved() / 2**20, 1)}))
@@ -279,7 +293,7 @@ def write_table(out: Path, rows: list[dict]) -> None:
     for r in rows:
         kinds[r["kind"]] = kinds.get(r["kind"], 0) + 1
     both = sum(r["harness"] == "correct" and r["kernelbench"] == "correct" for r in rows)
-    lines = [f"# Real generations: this harness and KernelBench's eval_kernel_against_ref", "",
+    lines = ["# Real generations: this harness and KernelBench's eval_kernel_against_ref", "",
              f"{len(rows)} pairs judged by both; both correct: {both}; " + ", ".join(f"{k}: {n}" for k, n in sorted(kinds.items())),
              "", "| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
     lines += ["| " + " | ".join(str(r[c]).replace("|", "/") for c in rows[0]) + " |" for r in rows]

@@ -198,7 +198,8 @@ class PairJudge:
         with self.reference_side():
             self.ref_sandbox.greet(str(self.device), self.cfg.cold_cache, env)
         self.sandbox.send("import", path=self.job["solution_path"], source=self.job["solution_source"],
-                          overrides=self.job["overrides"], class_name="ModelNew", module_name="candidate_module")
+                          overrides=self.job["overrides"], class_name="ModelNew", module_name="candidate_module",
+                          problem=[self.problem_source, self.job["problem_path"]])
         with self.reference_side():
             self.ref_sandbox.send("import", path=self.job["problem_path"], source=self.problem_source,
                                   overrides=self.job["overrides"], class_name="Model", module_name="reference_module")

@@ -21,20 +21,29 @@ def override_constants(tree: ast.Module, overrides: dict[str, Any]) -> None:
     ast.fix_missing_locations(tree)
 
 
-def load_module(source: str, path: Path, module_name: str, overrides: Optional[dict] = None) -> types.ModuleType:
-    """Execute `source` as module `module_name` (registered in sys.modules) and return it."""
-    tree = ast.parse(source, filename=str(path))
-    override_constants(tree, overrides or {})
-    code = compile(tree, str(path), "exec")
-    # inspect finds the source through linecache, also where `path` is relative to another folder or is a
-    # .md answer the code was extracted from: Triton's @jit reads its kernels' source this way.
-    linecache.cache[str(path)] = (len(source), None, source.splitlines(True), str(path))
+def load_module(source: str, path: Path, module_name: str, overrides: Optional[dict] = None,
+                problem: Optional[tuple[str, Path]] = None) -> types.ModuleType:
+    """Execute `source` as module `module_name` (registered in sys.modules) and return it. With `problem` (its source
+    and path), the problem file runs first in the same namespace, as KernelBench's eval execs both into one dict: a
+    candidate may use the problem's imports and module constants."""
     module = types.ModuleType(module_name)
     module.__file__ = str(path)
     sys.modules[module_name] = module  # dataclasses and pickling look modules up by name
     try:
-        exec(code, module.__dict__)
+        for text, where in ([problem] if problem else []) + [(source, path)]:
+            exec(compiled(text, where, overrides or {}), module.__dict__)
     except BaseException:
         sys.modules.pop(module_name, None)
         raise
+    module.__file__ = str(path)  # a problem file that sets __file__ leaves the candidate's path in place
     return module
+
+
+def compiled(source: str, path: Path, overrides: dict):
+    """`source` with its constants overridden, compiled; its lines registered for inspect."""
+    tree = ast.parse(source, filename=str(path))
+    override_constants(tree, overrides)
+    # inspect finds the source through linecache, also where `path` is relative to another folder or is a
+    # .md answer the code was extracted from: Triton's @jit reads its kernels' source this way.
+    linecache.cache[str(path)] = (len(source), None, source.splitlines(True), str(path))
+    return compile(tree, str(path), "exec")

@@ -116,13 +116,15 @@ class Worker:
         """Wait for this process's GPU work, the driver's part of closing mappings included, before replying."""
         self.timer.sync()
 
-    def op_import(self, path: str, source: str, module_name: str, overrides: dict, class_name: str = "ModelNew"):
-        """Import the candidate (load_inline builds run here); class_name is the class to build."""
+    def op_import(self, path: str, source: str, module_name: str, overrides: dict, class_name: str = "ModelNew",
+                  problem: list | None = None):
+        """Import the candidate (load_inline builds run here); class_name is the class to build; `problem` (its source
+        and path) runs first in the candidate's namespace, as KernelBench's eval runs both files (harness.load)."""
         CANDIDATE_PATH["path"] = str(path)
         self.class_name = class_name
         self.build_lock = lock_build_dir()  # held until ModelNew is built (builds may happen in __init__)
         try:
-            self.module = load_module(source, path, module_name, overrides)
+            self.module = load_module(source, path, module_name, overrides, tuple(problem) if problem else None)
         except BaseException as exc:  # SystemExit and KeyboardInterrupt from candidate code too
             return channel.failed("compile_error", describe(exc))
         if not isinstance(getattr(self.module, class_name, None), type):

@@ -40,3 +40,12 @@ def test_functions_have_source_even_when_the_path_does_not_lead_to_it(tmp_path, 
     for path in (Path("solutions/sigmoid/relative.py"), tmp_path / "answer.md"):
         module = load_module(SOURCE, path, f"loaded_source_{path.suffix[1:]}")
         assert inspect.getsource(module.size) == "def size():\n    return batch_size\n"
+
+
+def test_the_problem_file_runs_first_in_the_candidates_namespace():
+    """KernelBench's eval execs the problem and the candidate into one dict: the candidate sees the problem's imports
+    and constants (overridden as the problem's are), and its own definitions win."""
+    problem = ("import math\nbatch_size = 4096\nname = 'problem'\n", Path("problem.py"))
+    module = load_module("name = 'candidate'\ndef size():\n    return math.floor(batch_size / 2)\n", Path("c.py"),
+                         "loaded_with_problem", {"batch_size": 8}, problem)
+    assert module.size() == 4 and module.name == "candidate" and module.__file__ == "c.py"

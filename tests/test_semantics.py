@@ -18,7 +18,7 @@ DEFAULT_MODE = {
     ("fx_conv_bn", "batch_statistics"), ("fx_conv_bn", "fused_eval_path"), ("fx_conv_bn", "folds_running_stats"),
     ("fx_conv_bn", "uses_running_stats"),
     ("fx_linear_scale", "prescaled_weights"), ("fx_linear_scale", "draws_in_another_order"),
-    ("fx_linear_scale", "wrong_in_any_order"),
+    ("fx_linear_scale", "wrong_in_any_order"), ("fx_linear_scale", "uses_problem_globals"),
     ("fx_symmetric_matmul", "uses_the_symmetry"), ("fx_dropout", "same_dropout"), ("fx_dropout", "skips_dropout"),
     ("fx_constant", "returns_ones"), ("fx_unseeded_inputs", "same_as_reference"),
 }
@@ -81,6 +81,11 @@ def test_the_candidate_keeps_its_own_weights(judged):
     wrong = judged[("fx_linear_scale", "wrong_in_any_order")]  # the verdict and its figures are the first attempt's
     assert wrong["status"] == "incorrect" and wrong["trials"] is None and wrong["new_err_vs_fp64"] > 1
     assert any(note.startswith("tried again with the reference's weights") for note in wrong["notes"]), wrong["notes"]
+
+
+def test_the_candidate_runs_in_the_problem_files_namespace_as_in_kernelbench(judged):
+    reader = judged[("fx_linear_scale", "uses_problem_globals")]
+    assert reader["status"] == "correct", reader["error"]
 
 
 def test_running_statistics_moved_by_the_reference_are_no_weights_to_copy(judged):
