@@ -26,6 +26,7 @@ import random
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,6 +75,7 @@ def run_harness(args) -> int:
         for row in ordered(corpus_rows(args.corpus), args.limit):
             writer.writerow([str(args.corpus / row["problem"]), str(args.corpus / row["candidate"])])
     forget_harness_errors(out / "harness" / "results.jsonl")
+    forget_pairs(out / "harness" / "results.jsonl", set(args.again.split(",")) if args.again else set())
     command = [sys.executable, "run.py", "--manifest", str(manifest), "--out", str(out / "harness"), "--resume"]
     return subprocess.run(command, cwd=ROOT).returncode
 
@@ -87,6 +89,13 @@ def forget_harness_errors(results: Path) -> None:
         results.write_text("".join(line + "\n" for line in kept))
 
 
+def forget_pairs(results: Path, pairs: set) -> None:
+    """Drop these pairs' harness records (--again: judged again after a harness fix; KernelBench's records stand)."""
+    if pairs and results.exists():
+        kept = [line for line in results.read_text().splitlines() if line.strip() and json.loads(line)["solution"] not in pairs]
+        results.write_text("".join(line + "\n" for line in kept))
+
+
 def run_kernelbench(args) -> None:
     """KernelBench's evaluator on each pair the harness has judged and it has not (DIR/kernelbench.jsonl), one process
     a pair (a crash or a hang is that pair's record), sequentially on the GPU, with the harness's builds."""
@@ -97,11 +106,17 @@ def run_kernelbench(args) -> None:
     done = set(matching(read_jsonl(done_path), rows, kernelbench_record=True))
     judged = set(matching(read_jsonl(out / "harness" / "results.jsonl"), rows))
     pending = [r for r in rows if r["id"] in judged and r["id"] not in done]
-    # Pairs the harness built on this machine first: the others build again, one at a time.
+    # Pairs the harness built on this machine first; the others are built ahead, several at a time, by KernelBench's
+    # own pre-compile (build_compile_cache, as its scripts do), while the GPU evaluates one pair at a time.
     pending.sort(key=lambda r: harness_build_dir((args.corpus / r["candidate"]).read_text()) is None)
+    env = {**os.environ, "TORCH_CUDA_ARCH_LIST": os.environ.get("TORCH_CUDA_ARCH_LIST", "9.0")}
+    builders = ThreadPoolExecutor(max(1, (os.cpu_count() or 2) // 2))
+    builds = {r["id"]: builders.submit(kb_prebuild, args.corpus / r["candidate"], env) for r in pending
+              if harness_build_dir((args.corpus / r["candidate"]).read_text()) is None}
     for row in pending:
+        if row["id"] in builds:
+            builds[row["id"]].result()
         started = time.monotonic()
-        env = {**os.environ, "TORCH_CUDA_ARCH_LIST": os.environ.get("TORCH_CUDA_ARCH_LIST", "9.0")}
         try:
             proc = subprocess.run([sys.executable, __file__, "kb-one", "--problem", str(args.corpus / row["problem"]),
                                    "--candidate", str(args.corpus / row["candidate"]), "--backend", row["backend"]],
@@ -114,6 +129,17 @@ def run_kernelbench(args) -> None:
         with done_path.open("a") as f:
             f.write(json.dumps(record) + "\n")
         print(f"{row['id']}: {summary(record)}", flush=True)
+    builders.shutdown(cancel_futures=True)
+
+
+def kb_prebuild(candidate: Path, env: dict) -> None:
+    """KernelBench's build_compile_cache for one candidate, in a process of its own, into the folder kb-one uses (a
+    failure is left for the evaluation to meet and record)."""
+    try:
+        subprocess.run([sys.executable, __file__, "kb-build", "--candidate", str(candidate)], capture_output=True,
+                       timeout=KB_TIMEOUT_S, env=env, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        pass
 
 
 def matching(records: list[dict], rows: list[dict], kernelbench_record: bool = False) -> dict:
@@ -161,7 +187,7 @@ def kb_one(args) -> None:
     kb_eval = load_kernelbench()
     candidate = Path(args.candidate).read_text()
     sha = candidate_sha(Path(args.candidate))
-    build_dir = harness_build_dir(candidate) or str(Path(args.candidate).with_suffix(".kb-build").resolve())
+    build_dir = harness_build_dir(candidate) or kb_build_dir(Path(args.candidate))
     torch.cuda.reset_peak_memory_stats()
     result = kb_eval.eval_kernel_against_ref(
         Path(args.problem).read_text(), candidate, seed_num=42, num_correct_trials=5, num_perf_trials=100,
@@ -176,6 +202,16 @@ def kb_one(args) -> None:
                       "ref_runtime_ms": result.ref_runtime, "speedup": speedup, "metadata": meta,
                       "peak_mem_mb": round(torch.cuda.max_memory_allocated() / 2**20, 1),
                       "peak_reserved_mb": round(torch.cuda.max_memory_reserved() / 2**20, 1)}))
+
+
+def kb_build(args) -> None:
+    """KernelBench's own pre-compile of one candidate (its extensions built at import) into kb_build_dir."""
+    load_kernelbench().build_compile_cache(Path(args.candidate).read_text(), build_dir=kb_build_dir(Path(args.candidate)))
+
+
+def kb_build_dir(candidate: Path) -> str:
+    """Where KernelBench builds a candidate the harness did not build on this machine."""
+    return str(candidate.with_suffix(".kb-build").resolve())
 
 
 def load_kernelbench():
@@ -249,12 +285,13 @@ def kb_verdict(record: dict) -> str:
 
 def explain(ours: dict, theirs: dict, note) -> tuple[str, str]:
     """(kind, explanation): agree; a, the harness caught a hack KernelBench misses; b, the environment or a deliberate
-    rule differs; c, a harness bug. A reviewed note (bench/realgen/explanations.csv) wins over the rules here."""
+    rule differs; c, a harness bug. A reviewed note (bench/realgen/explanations.csv) wins over the rules here where the
+    verdicts differ (a pair whose verdicts moved with the GPU, say, may agree on another)."""
     ours_ok, theirs_ok = ours["status"] == "correct", kb_verdict(theirs) == "correct"
-    if note:
-        return note["kind"], note["explanation"]
     if ours_ok == theirs_ok:
         return "agree", ""
+    if note:
+        return note["kind"], note["explanation"]
     reason, flags = ours.get("error") or "", set(ours["flags"])
     if theirs_ok:
         for marker, hack in (("input_mutated", "changes its inputs"), ("wrong_timed_output", "wrong only when timed"),
@@ -312,13 +349,16 @@ def main(argv=None) -> None:
         step.add_argument("--out", required=True)
         step.add_argument("--corpus", type=Path, default=CORPUS)
         step.add_argument("--limit", type=int, default=None, help="the first N pairs of the fixed shuffle")
+    sub.choices["harness"].add_argument("--again", default="", help="ids (comma-separated) to judge again")
     step = sub.add_parser("kb-one")
     for name in ("--problem", "--candidate", "--backend"):
         step.add_argument(name, required=True)
+    sub.add_parser("kb-build").add_argument("--candidate", required=True)
     args = parser.parse_args(argv)
     if args.step == "harness":
         sys.exit(run_harness(args))
-    {"prepare": prepare, "kernelbench": run_kernelbench, "table": make_table, "kb-one": kb_one}[args.step](args)
+    {"prepare": prepare, "kernelbench": run_kernelbench, "table": make_table, "kb-one": kb_one,
+     "kb-build": kb_build}[args.step](args)
 
 
 if __name__ == "__main__":

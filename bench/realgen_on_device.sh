@@ -1,6 +1,6 @@
 #!/bin/bash
 # One lent-GPU call's worth of the real-generations corpus (bench/realgen.py), resuming from results/realgen/:
-#   bench/realgen_on_device.sh HARNESS_S KERNELBENCH_S
+#   [AGAIN=ID,...] bench/realgen_on_device.sh HARNESS_S KERNELBENCH_S   (AGAIN: pairs the harness judges again)
 # Carry .corpus, .whl and results/realgen. The harness judges new pairs for HARNESS_S seconds (run.py --manifest, as a
 # user runs it), then KernelBench's evaluator takes the pairs the harness judged, for KERNELBENCH_S seconds, with the
 # harness's builds of this call first. Everything comes back in $OUT/realgen.tgz, the logs in $OUT/*.log.
@@ -9,10 +9,19 @@ export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0}
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     && export PYTHONPATH=/tmp/site || exit 1
 nvidia-smi -L
+# The state the last call on this (warm) machine left, where it is ahead of what was carried (its realgen.tgz not yet
+# unpacked into results/realgen here before this call): kept, not lost.
+last=/tmp/realgen-state
+if [ -f $last/harness/results.jsonl ] && [ "$(cat $last/harness/results.jsonl $last/kernelbench.jsonl | wc -l)" -gt \
+     "$(cat results/realgen/harness/results.jsonl results/realgen/kernelbench.jsonl 2>/dev/null | wc -l)" ]; then
+    echo "the carried results/realgen is behind this machine's last call: going on from that call's state"
+    rm -rf results/realgen && cp -r $last results/realgen
+fi
 # 0 seconds skips a step (`timeout 0` would not limit it at all): on a machine kept warm, one call can judge with the
 # harness for its whole window and the next give KernelBench the pairs it built, with its builds still there.
 if [ "$harness_s" -gt 0 ]; then
-    timeout -s INT "$harness_s" python3 bench/realgen.py harness --out results/realgen > "$OUT/harness.log" 2>&1
+    timeout -s INT "$harness_s" python3 bench/realgen.py harness --out results/realgen ${AGAIN:+--again "$AGAIN"} \
+        > "$OUT/harness.log" 2>&1
     sleep 5; pkill -f "harness\.(judge|worker|judge_factory)"
 fi
 # A pair's own limit under the window: one that builds for longer gets its record ("no result within") and the next
@@ -23,3 +32,4 @@ if [ "$kernelbench_s" -gt 0 ]; then
 fi
 python3 bench/realgen.py table --out results/realgen
 tar czf "$OUT/realgen.tgz" results/realgen
+rm -rf $last && cp -r results/realgen $last

@@ -271,7 +271,8 @@ class Worker:
         each window (timing.Timer.window)."""
         try:
             self.timer.lead_us = float(lead_us)
-            method = self.timer.prepare(self.call_for_timing, warmup, allow_graph, batched, batch, windows)
+            method = self.timer.prepare(self.call_for_timing, warmup, allow_graph, batched, batch, windows,
+                                        inputs=self.timing_inputs)
             return channel.ok({"method": method, "batch": self.timer.batch})
         except BaseException as exc:
             return channel.failed("runtime_error", "forward raised " + describe(exc))

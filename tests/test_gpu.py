@@ -162,6 +162,26 @@ def test_side_stream_work_is_inside_the_window():
     assert on_side > 1.0 and abs(on_side / on_current - 1) < 0.05, (on_side, on_current)
 
 
+def test_a_graph_that_replays_a_stale_intermediate_is_refused():
+    """Work on the legacy default stream (an extension's `<<<grid, block>>>` with no stream) runs outside the capture;
+    the captured work after it reads the capture's intermediate on every replay. On the capture's inputs that looks
+    right (the first prepare, given no inputs to change); on others it is not (kbl-l3-p2-o1 in the real generations)."""
+    from harness import timing
+
+    x = torch.rand(1024, device="cuda")
+
+    def escapes():
+        hidden = torch.empty_like(x)
+        with torch.cuda.stream(torch.cuda.default_stream()):  # handle 0, the legacy default stream
+            torch.sigmoid(x, out=hidden)
+        return hidden * 2
+
+    timer = timing.Timer(torch.device("cuda"), cold_cache=True)
+    assert timer.prepare(escapes, warmup=3) == "cuda_graph"  # the scenario: undetected on the capture's inputs
+    assert timer.prepare(escapes, warmup=3, inputs=[x]) == "batched_events"
+    assert timer.prepare(lambda: torch.sigmoid(x) * 2, warmup=3, inputs=[x]) == "cuda_graph"
+
+
 def test_peaks_on_the_gpu(tmp_path):
     from harness import roofline
 

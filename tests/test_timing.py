@@ -51,3 +51,29 @@ def test_a_sample_of_several_single_windows_is_their_mean_per_call(monkeypatch):
     timer.prepare(call, warmup=0)
     timer.batch = 4  # as the judge's windows would set it on a GPU
     assert timer.sample() == (3.0, 3.0) and len(calls) == 4  # one call a window, their mean
+
+
+def test_a_graph_replay_right_only_on_the_capture_inputs_is_refused():
+    """A kernel launched on the legacy default stream runs outside a CUDA graph's capture; captured work that reads
+    what it wrote replays the capture's result (kbl-l3-p2-o1, a real generation). Replays are checked on other inputs
+    too, which are then given back as they were. (A stand-in for the graph: the capture itself is in test_gpu.py.)"""
+    timer = timing.Timer(torch.device("cpu"), cold_cache=False)
+    x = torch.rand(64)
+    original = x.clone()
+    outside_the_capture = torch.sigmoid(x)  # computed once, while the graph was captured
+
+    class StaleReplay:
+        def replay(self):
+            timer.last_output.copy_(outside_the_capture * 2)
+
+    timer.fn, timer.last_output, timer.graphs = (lambda: torch.sigmoid(x) * 2), torch.empty(64), (StaleReplay(), None)
+    assert timer.replay_reproduces_call()  # on the capture's own inputs the replay looks right
+    timer.inputs = [x]
+    assert not timer.replay_reproduces_call() and torch.equal(x, original)
+
+    class HonestReplay:
+        def replay(self):
+            timer.last_output.copy_(torch.sigmoid(x) * 2)
+
+    timer.graphs = (HonestReplay(), None)
+    assert timer.replay_reproduces_call() and torch.equal(x, original)
