@@ -16,8 +16,11 @@ PROBLEMS_DIR = ROOT / "problems"
 SOLUTIONS_DIR = ROOT / "solutions"
 SOLUTION_SUFFIXES = (".py", ".txt", ".md")
 RESPONSE_SUFFIXES = (".txt", ".md")
-# Source markers of code that cannot run without a CUDA GPU.
-CUDA_MARKERS = re.compile(r"cuda_sources\s*=|__global__|<<<|\btriton\b")
+# Signs in a candidate's source that it runs CUDA code: CUDA sources or kernels, Triton, or a C++ extension built with
+# CUDA that calls it from C++ (cuBLAS through ATen's handle, say: a real generation did). Such code cannot run
+# without a CUDA GPU.
+CUDA_MARKERS = re.compile(r"cuda_sources\s*=|__global__|<<<|\btriton\b|with_cuda\s*=\s*True|"
+                          r"#include\s*[<\"](?:cuda|cublas|cudnn|ATen/cuda/|c10/cuda/)|\b(?:at|c10)::cuda::")
 
 
 class DiscoveryError(UserError):
@@ -289,7 +292,7 @@ def builds_extension(source: str) -> bool:
 
 def cpu_only(source: str) -> Optional[str]:
     """Why a candidate cannot run on a GPU: a load_inline extension with C++ sources and no CUDA ones."""
-    if "load_inline" in source and not CUDA_MARKERS.search(source):
+    if re.search(r"\bload_inline\s*\(", source) and not CUDA_MARKERS.search(source):  # called, not only imported
         return "builds a C++ (CPU) extension only, with no CUDA sources"
     return None
 

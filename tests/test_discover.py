@@ -95,6 +95,22 @@ def test_set_naming_no_constant():
 def test_needs_cuda_from_source():
     assert discover.needs_cuda((ROOT / "solutions" / "sigmoid" / "seed001_fast_math.py").read_text())
     assert discover.needs_cuda((ROOT / "solutions" / "sigmoid" / "cpp_parallel.py").read_text()) is None
+    assert discover.cpu_only((ROOT / "solutions" / "sigmoid" / "cpp_parallel.py").read_text())
+
+
+@pytest.mark.parametrize("marker", ["with_cuda=True", "#include <cublas_v2.h>", "#include <ATen/cuda/CUDAContext.h>",
+                                    "at::cuda::getCurrentCUDABlasHandle()"])
+def test_a_cpp_extension_that_calls_cuda_from_cpp_is_no_cpu_candidate(marker):
+    """C++ sources only, but built with CUDA and calling cuBLAS (a real generation, cudal1-l1-p3): judged on a GPU,
+    skipped on the CPU."""
+    source = f"from torch.utils.cpp_extension import load_inline\ncpp = {marker!r}\next = load_inline('x', cpp)\n"
+    assert discover.cpu_only(source) is None and discover.needs_cuda(source)
+
+
+def test_importing_load_inline_without_calling_it_builds_nothing():
+    """A torch-only candidate that imports load_inline and never calls it (a real generation, pango-l1-p10-agent) is no
+    CPU extension: it is judged on a GPU."""
+    assert discover.cpu_only("from torch.utils.cpp_extension import load_inline\nimport torch\n") is None
 
 
 def test_two_candidates_with_one_name_are_an_error(tmp_path):
