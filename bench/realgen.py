@@ -30,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # harness.discover's sha256_text, imported where needed (it brings no torch)
 CORPUS = ROOT / ".corpus" / "realgen"
 KB_SOURCE = ROOT / ".corpus" / "kernelbench"
 EXPLANATIONS = ROOT / "bench" / "realgen" / "explanations.csv"
@@ -92,7 +93,8 @@ def forget_harness_errors(results: Path) -> None:
 def forget_pairs(results: Path, pairs: set) -> None:
     """Drop these pairs' harness records (--again: judged again after a harness fix; KernelBench's records stand)."""
     if pairs and results.exists():
-        kept = [line for line in results.read_text().splitlines() if line.strip() and json.loads(line)["solution"] not in pairs]
+        kept = [line for line in results.read_text().splitlines()
+                if line.strip() and json.loads(line)["solution"] not in pairs]
         results.write_text("".join(line + "\n" for line in kept))
 
 
@@ -135,9 +137,12 @@ def run_kernelbench(args) -> None:
 def kb_prebuild(candidate: Path, env: dict) -> None:
     """KernelBench's build_compile_cache for one candidate, in a process of its own, into the folder kb-one uses (a
     failure is left for the evaluation to meet and record)."""
+    # No GPU for a build, and two compiler jobs each: a pair is evaluated on the GPU meanwhile. (KernelBench's
+    # pre-compile runs the candidate without the problem file: one that needs the problem's names fails here and
+    # builds in its evaluation.)
     try:
         subprocess.run([sys.executable, __file__, "kb-build", "--candidate", str(candidate)], capture_output=True,
-                       timeout=KB_TIMEOUT_S, env=env, cwd=ROOT)
+                       timeout=KB_TIMEOUT_S, env={**env, "CUDA_VISIBLE_DEVICES": "", "MAX_JOBS": "2"}, cwd=ROOT)
     except subprocess.TimeoutExpired:
         pass
 
@@ -160,8 +165,7 @@ def matching(records: list[dict], rows: list[dict], kernelbench_record: bool = F
 
 
 def candidate_sha(path: Path) -> str:
-    """The candidate source's sha256, as the harness's resume key takes it."""
-    sys.path.insert(0, str(ROOT))
+    """The candidate source's sha256, as the harness's resume key takes it (for .py candidates: the whole corpus)."""
     from harness.discover import sha256_text
 
     return sha256_text(path.read_text())
@@ -198,7 +202,8 @@ def kb_one(args) -> None:
         return
     meta = {k: str(v)[:300] for k, v in result.metadata.items() if k not in ("runtime_error_traceback",)}
     speedup = result.ref_runtime / result.runtime if result.runtime > 0 and result.ref_runtime > 0 else None
-    print(json.dumps({"candidate_sha": sha, "compiled": result.compiled, "correct": result.correctness, "runtime_ms": result.runtime,
+    print(json.dumps({"candidate_sha": sha, "compiled": result.compiled, "correct": result.correctness,
+                      "runtime_ms": result.runtime,
                       "ref_runtime_ms": result.ref_runtime, "speedup": speedup, "metadata": meta,
                       "peak_mem_mb": round(torch.cuda.max_memory_allocated() / 2**20, 1),
                       "peak_reserved_mb": round(torch.cuda.max_memory_reserved() / 2**20, 1)}))
@@ -206,7 +211,8 @@ def kb_one(args) -> None:
 
 def kb_build(args) -> None:
     """KernelBench's own pre-compile of one candidate (its extensions built at import) into kb_build_dir."""
-    load_kernelbench().build_compile_cache(Path(args.candidate).read_text(), build_dir=kb_build_dir(Path(args.candidate)))
+    candidate = Path(args.candidate)
+    load_kernelbench().build_compile_cache(candidate.read_text(), build_dir=kb_build_dir(candidate))
 
 
 def kb_build_dir(candidate: Path) -> str:
@@ -235,7 +241,6 @@ def load_kernelbench():
 
 def harness_build_dir(source: str):
     """The harness's build folder for this candidate source (builds.source_folder), if it built one."""
-    sys.path.insert(0, str(ROOT))
     from harness.discover import sha256_text
 
     found = sorted((ROOT / ".cache" / "builds").glob(f"*/{sha256_text(source)[:16]}"))

@@ -9,12 +9,12 @@ export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0}
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     && export PYTHONPATH=/tmp/site || exit 1
 nvidia-smi -L
-# The state the last call on this (warm) machine left, where it is ahead of what was carried (its realgen.tgz not yet
-# unpacked into results/realgen here before this call): kept, not lost.
+# The state the last call on this (warm) machine left, where the carried one is not it (that call's realgen.tgz not
+# yet unpacked into results/realgen here): kept, not lost. Each call's state carries a stamp of its own; a state
+# unpacked from the last call and then edited here keeps that call's stamp, and is taken as carried.
 last=/tmp/realgen-state
-if [ -f $last/harness/results.jsonl ] && [ "$(cat $last/harness/results.jsonl $last/kernelbench.jsonl | wc -l)" -gt \
-     "$(cat results/realgen/harness/results.jsonl results/realgen/kernelbench.jsonl 2>/dev/null | wc -l)" ]; then
-    echo "the carried results/realgen is behind this machine's last call: going on from that call's state"
+if [ -f $last/STAMP ] && ! cmp -s $last/STAMP results/realgen/STAMP; then
+    echo "the carried results/realgen is not this machine's last call's: going on from that call's state"
     rm -rf results/realgen && cp -r $last results/realgen
 fi
 # 0 seconds skips a step (`timeout 0` would not limit it at all): on a machine kept warm, one call can judge with the
@@ -31,5 +31,6 @@ if [ "$kernelbench_s" -gt 0 ]; then
     timeout "$kernelbench_s" python3 bench/realgen.py kernelbench --out results/realgen > "$OUT/kernelbench.log" 2>&1
 fi
 python3 bench/realgen.py table --out results/realgen
+date +%s%N > results/realgen/STAMP
 tar czf "$OUT/realgen.tgz" results/realgen
 rm -rf $last && cp -r results/realgen $last

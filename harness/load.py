@@ -35,7 +35,9 @@ def load_module(source: str, path: Path, module_name: str, overrides: Optional[d
     except BaseException:
         sys.modules.pop(module_name, None)
         raise
-    module.__file__ = str(path)  # a problem file that sets __file__ leaves the candidate's path in place
+    # (The problem file ran with the candidate's __file__, KernelBench's exec with none; a problem that sets it is
+    # overruled.)
+    module.__file__ = str(path)
     return module
 
 

@@ -46,6 +46,7 @@ MAX_SINGLE_WINDOWS = 16
 METHODS = ("perf_counter", "cuda_event", "cuda_graph", "batched_events")
 SINGLE_METHODS = ("perf_counter", "cuda_event")  # one call a window (`batch` windows a sample)
 BATCHED_METHODS = ("cuda_graph", "batched_events")  # `batch` calls a window
+HALVABLE = (torch.float16, torch.bfloat16, torch.float32, torch.float64)  # inputs the graph check changes (x 0.5)
 
 
 def cpu_last_level_cache_bytes() -> int:
@@ -107,7 +108,7 @@ class Timer:
         call when `batched` (the other side's call is short) or `batch` (this many calls a window) is given; a
         longer one in single windows, `windows` of them a sample if given (the other side's), else as many as
         SAMPLE_TARGET_MS asks. `inputs`: the tensors fn reads, which the graph check changes and restores."""
-        self.fn, self.inputs = fn, [x for x in inputs if isinstance(x, torch.Tensor) and x.is_floating_point()]
+        self.fn, self.inputs = fn, [x for x in inputs if isinstance(x, torch.Tensor) and x.dtype in HALVABLE]
         self.last_output = None  # an earlier prepare's: held through the warm-up, a multi-GB output needs room twice
         self.warm_up(fn, warmup)
         if not self.is_cuda:
@@ -137,25 +138,26 @@ class Timer:
         return self.method
 
     def replay_reproduces_call(self) -> bool:
-        """Does a replay write what a plain call returns, on the inputs of the capture and on others? A kernel launched
-        on the legacy default stream (`<<<grid, block>>>` with no stream, common in LLM-written kernels) runs outside
-        the capture without an error: its replays would time (and return) nothing, or, where captured work reads what
-        it wrote, the capture's stale result, which only other inputs show (kbl-l3-p2-o1, an MLP in the real
-        generations, was `wrong_timed_output` for it)."""
+        """Does a replay write what a plain call returns, on the inputs of the capture and on others? Work that runs
+        outside the capture (a kernel launched on a stream the capture does not follow: the per-thread default stream,
+        say, or the legacy one where the capture stream is not blocking) is left out of every replay: the replays
+        would time (and return) nothing, or, where captured work reads what it wrote, the capture's stale result,
+        which only other inputs show (kbl-l3-p2-o1, an MLP in the real generations, was `wrong_timed_output` for it)."""
         if not self.replay_matches_call():
             return False
-        if not self.inputs:
-            return True
         # Halved, the inputs keep their signs, ranges and structure (probabilities stay probabilities, a symmetric
-        # matrix symmetric): no call fails on them that ran on the originals. Doubled back, they are the same bits
-        # but for subnormal values' last bit, and the rounds refill them anyway.
-        with torch.no_grad():
-            for x in self.inputs:
-                x.mul_(0.5)
-            try:
-                return self.replay_matches_call()
-            finally:
+        # matrix symmetric). Doubled back, they are the same bits but for the last bit of values near the smallest
+        # normal one, and the rounds refill them anyway.
+        halved = []
+        try:
+            with torch.no_grad():
                 for x in self.inputs:
+                    x.mul_(0.5)
+                    halved.append(x)
+            return not halved or self.replay_matches_call()
+        finally:
+            with torch.no_grad():
+                for x in halved:
                     x.mul_(2.0)
 
     def replay_matches_call(self) -> bool:
@@ -297,14 +299,18 @@ def blocking_stream(device: torch.device) -> torch.cuda.Stream:
     """A new stream with blocking semantics (cudaStreamCreate), unlike torch's pool streams (non-blocking). A kernel
     launched on the legacy default stream (`<<<grid, block>>>` with no stream) while a blocking stream is captured is
     an error, which fails the capture: while a non-blocking one is captured, it runs at once, outside the graph, and
-    every replay leaves it out. Where no such stream can be made, a pool stream (and the replay checks) it is."""
-    cudart, handle = torch.cuda.cudart(), ctypes.c_void_p()
+    every replay leaves it out. Where no such stream can be made, a pool stream (and the replay checks) it is. One
+    a Timer, never destroyed: a worker lives for one pair."""
+    handle = ctypes.c_void_p()
     try:
+        cudart = torch.cuda.cudart()
         with torch.cuda.device(device):
             made = cudart.cudaStreamCreate(ctypes.addressof(handle)) == cudart.cudaError.success
-    except (AttributeError, RuntimeError):
+    except Exception:
         made = False
-    return torch.cuda.ExternalStream(handle.value, device=device) if made and handle.value else torch.cuda.Stream(device)
+    if made and handle.value:
+        return torch.cuda.ExternalStream(handle.value, device=device)
+    return torch.cuda.Stream(device)
 
 
 def output_tensors(out) -> list:

@@ -77,3 +77,31 @@ def test_a_graph_replay_right_only_on_the_capture_inputs_is_refused():
 
     timer.graphs = (HonestReplay(), None)
     assert timer.replay_reproduces_call() and torch.equal(x, original)
+
+
+def test_inputs_the_graph_check_cannot_halve_are_left_as_they_were():
+    """Only float16/bfloat16/float32/float64 inputs are halved (float8 has no multiply), and every input halved is
+    doubled back, also when the check raises."""
+    timer = timing.Timer(torch.device("cpu"), cold_cache=False)
+    x, labels = torch.rand(8), torch.arange(8)
+    timer.prepare(lambda: x * 2, warmup=0, inputs=[x, labels, torch.zeros(2, dtype=torch.float8_e4m3fn)])
+    assert [t.dtype for t in timer.inputs] == [torch.float32]
+    original = x.clone()
+    calls = []
+
+    def fails_on_other_inputs():
+        calls.append(None)
+        if len(calls) > 1:
+            raise RuntimeError("no")
+        return x * 2
+
+    class Replay:
+        def replay(self):
+            timer.last_output.copy_(x * 2)
+
+    timer.fn, timer.last_output, timer.graphs = fails_on_other_inputs, torch.empty(8), (Replay(), None)
+    try:
+        timer.replay_reproduces_call()
+    except RuntimeError:
+        pass
+    assert torch.equal(x, original) and len(calls) == 2
