@@ -75,26 +75,18 @@ def run_harness(args) -> int:
         writer.writerow(["problem", "candidate"])
         for row in ordered(corpus_rows(args.corpus), args.limit):
             writer.writerow([str(args.corpus / row["problem"]), str(args.corpus / row["candidate"])])
-    forget_harness_errors(out / "harness" / "results.jsonl")
-    forget_pairs(out / "harness" / "results.jsonl", set(args.again.split(",")) if args.again else set())
+    forget_records(out / "harness" / "results.jsonl", set(args.again.split(",")) if args.again else set())
     command = [sys.executable, "run.py", "--manifest", str(manifest), "--out", str(out / "harness"), "--resume"]
     return subprocess.run(command, cwd=ROOT).returncode
 
 
-def forget_harness_errors(results: Path) -> None:
-    """Drop harness_error records before resuming: a pair that a call's time limit cut off is one (the judge died), and
-    --resume would keep it for good."""
+def forget_records(results: Path, again: set) -> None:
+    """Drop records before resuming, so that --resume judges their pairs again: harness_error ones (a pair that a
+    call's time limit cut off is one: the judge died; --resume would keep it for good) and those of the pairs in
+    `again` (--again: judged again after a harness fix; KernelBench's records stand)."""
     if results.exists():
-        kept = [line for line in results.read_text().splitlines()
-                if line.strip() and json.loads(line).get("status") != "harness_error"]
-        results.write_text("".join(line + "\n" for line in kept))
-
-
-def forget_pairs(results: Path, pairs: set) -> None:
-    """Drop these pairs' harness records (--again: judged again after a harness fix; KernelBench's records stand)."""
-    if pairs and results.exists():
-        kept = [line for line in results.read_text().splitlines()
-                if line.strip() and json.loads(line)["solution"] not in pairs]
+        kept = [line for line in results.read_text().splitlines() if line.strip()
+                and json.loads(line).get("status") != "harness_error" and json.loads(line)["solution"] not in again]
         results.write_text("".join(line + "\n" for line in kept))
 
 
@@ -110,11 +102,12 @@ def run_kernelbench(args) -> None:
     pending = [r for r in rows if r["id"] in judged and r["id"] not in done]
     # Pairs the harness built on this machine first; the others are built ahead, several at a time, by KernelBench's
     # own pre-compile (build_compile_cache, as its scripts do), while the GPU evaluates one pair at a time.
-    pending.sort(key=lambda r: harness_build_dir((args.corpus / r["candidate"]).read_text()) is None)
+    unbuilt = {r["id"] for r in pending if harness_build_dir((args.corpus / r["candidate"]).read_text()) is None}
+    pending.sort(key=lambda r: r["id"] in unbuilt)
     env = {**os.environ, "TORCH_CUDA_ARCH_LIST": os.environ.get("TORCH_CUDA_ARCH_LIST", "9.0")}
     builders = ThreadPoolExecutor(max(1, (os.cpu_count() or 2) // 2))
     builds = {r["id"]: builders.submit(kb_prebuild, args.corpus / r["candidate"], env) for r in pending
-              if harness_build_dir((args.corpus / r["candidate"]).read_text()) is None}
+              if r["id"] in unbuilt}
     for row in pending:
         if row["id"] in builds:
             builds[row["id"]].result()
