@@ -137,6 +137,24 @@ def test_truth_error_counts_non_finite_values_as_infinitely_wrong():
         assert error.worst == float("inf") and error.outside == 1, wrong
 
 
+def test_an_overflow_at_the_range_edge_is_the_order_of_the_arithmetic_not_an_error():
+    """KernelBench level1 50 (a 256-term product) on wide inputs: a product taken in sequence overflows where the float64
+    truth, and another order's result, are finite just under the largest float32; both orders are as accurate."""
+    big = 2.0 ** 127  # float32's largest finite is just under 2**128
+    factors = torch.tensor([[big, 4.0, 0.25]] * 2 + [[2.0, 2.0, 0.25]], dtype=torch.float64)  # truth: 2**127, 2**127, 1
+    truth = factors.prod(1)
+    in_sequence = factors.float()[:, 0] * factors.float()[:, 1] * factors.float()[:, 2]  # 2**129 overflows first
+    reordered = factors.float()[:, 0] * (factors.float()[:, 1] * factors.float()[:, 2])
+    assert in_sequence[:2].isinf().all() and reordered.isfinite().all()
+    a, b = (check.truth_error(x, truth.float(), 1e-4, 1e-4, 2) for x in (in_sequence, reordered))
+    assert a.worst == b.worst == 0.0 and check.as_accurate(a, b, 2.0) and check.as_accurate(b, a, 2.0)
+    # a truth beyond float32's range, stored as an infinity: a value just under it is at the edge as well
+    assert check.truth_error(torch.tensor([3.0e38]), torch.tensor([float("inf")]), 1e-4, 1e-4, 1).worst == 0.0
+    # far from the edge, or with the other sign, an infinity stays infinitely wrong; so does a NaN
+    for value, t in ((float("inf"), 1e30), (-float("inf"), 3.0e38), (float("nan"), 3.0e38), (1e30, float("inf"))):
+        assert check.truth_error(torch.tensor([value]), torch.tensor([t]), 1e-4, 1e-4, 1).worst == float("inf"), value
+
+
 def test_truth_error_in_float32_agrees_with_the_float64_rule_where_everything_is_finite():
     torch.manual_seed(0)
     truth = torch.randn(10_000, dtype=torch.float64) * 100
