@@ -281,16 +281,23 @@ def kb_verdict(record: dict) -> str:
     return "runtime_error" if "runtime_error" in record.get("metadata", {}) else "incorrect"
 
 
+# Flags by which the harness says a correct candidate cheated: where KernelBench calls it correct, the verdicts differ.
+ACCUSATIONS = frozenset({"timer_tampering"})
+
+
 def explain(ours: dict, theirs: dict, note) -> tuple[str, str]:
     """(kind, explanation): agree; a, the harness caught a hack KernelBench misses; b, the environment or a deliberate
     rule differs; c, a harness bug. A reviewed note (bench/realgen/explanations.csv) wins over the rules here where the
     verdicts differ (a pair whose verdicts moved with the GPU, say, may agree on another)."""
     ours_ok, theirs_ok = ours["status"] == "correct", kb_verdict(theirs) == "correct"
-    if ours_ok == theirs_ok:
+    accused = ours_ok and theirs_ok and ACCUSATIONS & set(ours["flags"])
+    if ours_ok == theirs_ok and not accused:
         return "agree", ""
     if note:
         return note["kind"], note["explanation"]
     reason, flags = ours.get("error") or "", set(ours["flags"])
+    if accused:
+        return "unexplained", f"both correct, but the harness flags {', '.join(sorted(accused))} (fails its gate)"
     if theirs_ok:
         for marker, hack in (("input_mutated", "changes its inputs"), ("wrong_timed_output", "wrong only when timed"),
                              ("earlier call's output", "returns an earlier call's output (result caching)"),

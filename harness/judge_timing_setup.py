@@ -93,13 +93,16 @@ class TimingSetup:
         the H100 a disturbed warm-up timed a 15 us reference alone, at ~190 us a call with its launch, against the
         candidate's graph: an A/A pair came out 12.3x). When one side's short call cannot be graph-captured, the
         other is timed with plain launches too: a graph replay leaves out the launch overhead that batched events
-        include."""
+        include; batched still, however long its call measures (told nothing, a launch-bound reference measured on a
+        busy host chose single windows: on the H100 two candidates whose kernels launch on the legacy default stream,
+        timed in batches against it, came out 1.6x and 3.1x where KernelBench measured 0.97x and 1.31x, and flagged
+        timer_tampering)."""
         r = self.result
         if "cuda_event" in (r.ref_timer, r.new_timer) and {r.ref_timer, r.new_timer} & set(timing.BATCHED_METHODS):
             graphs = "cuda_graph" in (r.ref_timer, r.new_timer)
             self.prepare_side(reference=r.ref_timer == "cuda_event", allow_graph=graphs, batched=True)
         if {r.ref_timer, r.new_timer} == {"cuda_graph", "batched_events"}:
-            self.prepare_side(reference=r.ref_timer == "cuda_graph")
+            self.prepare_side(reference=r.ref_timer == "cuda_graph", batched=True)
         self.same_batch_both_sides()
 
     def same_batch_both_sides(self) -> None:

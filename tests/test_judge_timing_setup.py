@@ -60,6 +60,8 @@ class SideTimers:
                 pair.calls.append((sandbox, allow_graph, "batch", batch))
                 return getattr(pair.result, f"{sandbox}_timer"), batch
             pair.calls.append((sandbox, allow_graph, batched))
+            if not batched:  # told nothing, a call that measures long (a launch-bound one on a busy host) is timed alone
+                return "cuda_event", 16
             return again[(sandbox, allow_graph)], 8
 
         pair.prepare_again = prepare_again
@@ -72,9 +74,12 @@ class SideTimers:
     # a candidate timed alone against batched events: batched events too
     ("batched_events", "cuda_event", {("new", False): "batched_events"}, [("new", False, True)],
      ("batched_events", "batched_events")),
-    # forced into batching, the candidate's call cannot be captured: the reference gives up its graph
+    # forced into batching, the candidate's call cannot be captured: the reference gives up its graph, batched still
     ("cuda_graph", "cuda_event", {("new", True): "batched_events", ("ref", False): "batched_events"},
-     [("new", True, True), ("ref", False, False)], ("batched_events", "batched_events")),
+     [("new", True, True), ("ref", False, True)], ("batched_events", "batched_events")),
+    # a candidate whose call cannot be captured (a legacy-default-stream launch) against a graph: the same
+    ("cuda_graph", "batched_events", {("ref", False): "batched_events"}, [("ref", False, True)],
+     ("batched_events", "batched_events")),
     ("cuda_event", "cuda_event", {}, [], ("cuda_event", "cuda_event")),  # both alone: nothing to do
 ])
 def test_both_sides_are_timed_the_same_way(ref, new, again, calls, methods):
