@@ -116,6 +116,8 @@ class TimingSetup:
             return
         batch = min(r.ref_batch, r.new_batch)
         self.prepare_side(reference=r.ref_batch > batch, allow_graph=r.ref_timer == "cuda_graph", batch=batch)
+        if r.ref_timer != r.new_timer:  # captured again with the other's batch, its graph failed: plain launches both
+            self.prepare_side(reference=r.ref_timer == "cuda_graph", batch=batch)
 
     def prepare_side(self, reference: bool, **how) -> None:
         """prepare_again on one side's worker (the reference's in its turn), its (method, batch) recorded."""

@@ -101,6 +101,22 @@ def test_batched_sides_time_the_same_number_of_calls_a_window(method, ref_batch,
     assert pair.result.ref_batch == pair.result.new_batch == min(ref_batch, new_batch)
 
 
+def test_a_graph_that_fails_when_captured_again_with_the_other_batch_leaves_both_sides_on_plain_launches():
+    pair = SideTimers("cuda_graph", "cuda_graph", {})
+    pair.result.ref_batch, pair.result.new_batch = 12, 8
+    answers = iter([("batched_events", 8), ("batched_events", 8)])  # the reference's capture at batch 8 fails
+
+    def prepare_again(sandbox, allow_graph=False, batched=False, batch=None, windows=None):
+        pair.calls.append((sandbox, allow_graph, batch))
+        return next(answers)
+
+    pair.prepare_again = prepare_again
+    pair.same_method_both_sides()
+    assert pair.calls == [("ref", True, 8), ("new", False, 8)]
+    assert (pair.result.ref_timer, pair.result.new_timer) == ("batched_events", "batched_events")
+    assert pair.result.ref_batch == pair.result.new_batch == 8
+
+
 def test_a_candidate_timed_in_single_windows_takes_as_many_a_sample_as_the_reference():
     pair = SideTimers("cuda_event", "cuda_event", {})
     chosen = {"ref": ("cuda_event", 5)}  # the reference's worker chose 5 windows a sample
