@@ -183,8 +183,8 @@ def truth_error(x: torch.Tensor, truth: torch.Tensor, atol: float, rtol: float, 
 
 # Within this fraction of a dtype's largest finite value, whether a long product or sum overflows depends on the order
 # of its terms: a 256-term float32 product, multiplied in sequence, overflowed on KernelBench's level1 50 (wide
-# inputs) where the H100's torch.prod, another order, did not; on 40 such draws on the CPU, products in sequence overflowed
-# where the float64 truth was as little as 2.3e-5 of the largest finite value. 2**-24 leaves a margin of 2**8.
+# inputs) where the H100's torch.prod, another order, did not; on 40 such draws on the CPU, products in sequence
+# overflowed where the float64 truth was as little as 2.3e-5 of the largest finite value (2**-24: a margin of 2**8).
 RANGE_EDGE = 2.0 ** -24
 
 
