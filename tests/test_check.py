@@ -148,11 +148,15 @@ def test_an_overflow_at_the_range_edge_is_the_order_of_the_arithmetic_not_an_err
     assert in_sequence[:2].isinf().all() and reordered.isfinite().all()
     a, b = (check.truth_error(x, truth.float(), 1e-4, 1e-4, 2) for x in (in_sequence, reordered))
     assert a.worst == b.worst == 0.0 and check.as_accurate(a, b, 2.0) and check.as_accurate(b, a, 2.0)
-    # a truth beyond float32's range, stored as an infinity: a value just under it is at the edge as well
-    assert check.truth_error(torch.tensor([3.0e38]), torch.tensor([float("inf")]), 1e-4, 1e-4, 1).worst == 0.0
-    # far from the edge, or with the other sign, an infinity stays infinitely wrong; so does a NaN
-    for value, t in ((float("inf"), 1e30), (-float("inf"), 3.0e38), (float("nan"), 3.0e38), (1e30, float("inf"))):
+    assert check.truth_error(in_sequence.bfloat16(), truth.float(), 1e-2, 1e-2, 2).worst == 0.0  # float32's range
+    # far from the edge, or with the other sign, an infinity stays infinitely wrong; so does a NaN, and a finite value
+    # where the truth is an infinity (a division by zero, say)
+    for value, t in ((float("inf"), 1e30), (-float("inf"), 3.0e38), (float("nan"), 3.0e38), (3.0e38, float("inf"))):
         assert check.truth_error(torch.tensor([value]), torch.tensor([t]), 1e-4, 1e-4, 1).worst == float("inf"), value
+    # float16's largest value (65504) is within the values problems make: an infinity there is wrong
+    half = check.truth_error(torch.tensor([float("inf"), -float("inf")], dtype=torch.float16),
+                             torch.tensor([1.0, -60000.0]), 1e-2, 1e-2, 2)
+    assert half.worst == float("inf") and half.outside == 2
 
 
 def test_truth_error_in_float32_agrees_with_the_float64_rule_where_everything_is_finite():
