@@ -85,8 +85,8 @@ def forget_records(results: Path, again: set) -> None:
     call's time limit cut off is one: the judge died; --resume would keep it for good) and those of the pairs in
     `again` (--again: judged again after a harness fix; KernelBench's records stand)."""
     if results.exists():
-        kept = [line for line in results.read_text().splitlines() if line.strip()
-                and json.loads(line).get("status") != "harness_error" and json.loads(line)["solution"] not in again]
+        records = [(line, json.loads(line)) for line in results.read_text().splitlines() if line.strip()]
+        kept = [line for line, r in records if r.get("status") != "harness_error" and r["solution"] not in again]
         results.write_text("".join(line + "\n" for line in kept))
 
 
@@ -157,11 +157,12 @@ def matching(records: list[dict], rows: list[dict], kernelbench_record: bool = F
     return found
 
 
-def candidate_sha(path: Path) -> str:
-    """The candidate source's sha256, as the harness's resume key takes it (for .py candidates: the whole corpus)."""
+def candidate_sha(path: Path, source: str | None = None) -> str:
+    """The candidate source's sha256 (`source`: its text, already read), as the harness's resume key takes it (for .py
+    candidates: the whole corpus)."""
     from harness.discover import sha256_text
 
-    return sha256_text(path.read_text())
+    return sha256_text(path.read_text() if source is None else source)
 
 
 def last_json_line(text: str):
@@ -183,7 +184,7 @@ def kb_one(args) -> None:
 
     kb_eval = load_kernelbench()
     candidate = Path(args.candidate).read_text()
-    sha = candidate_sha(Path(args.candidate))
+    sha = candidate_sha(Path(args.candidate), candidate)
     build_dir = harness_build_dir(candidate) or kb_build_dir(Path(args.candidate))
     torch.cuda.reset_peak_memory_stats()
     result = kb_eval.eval_kernel_against_ref(
