@@ -143,7 +143,7 @@ class PairTiming:
         if not ref_ms:  # every round had another process on the GPU: no speedup to report
             self.result.timing_rounds = 0
             return
-        self.check_timed_output(len(ref_ms) - 1)
+        self.check_timed_output(len(ref_ms) - 1, rounds.new_fingerprint)
         self.result.timed_outputs_checked = 0 if self.judge.random_reference else len(rounds.checked) + 1
         self.record_timing(ref_ms, new_ms, tight, rounds.clocks)
         judge_timer = timing.Timer(self.device, cfg.cold_cache, cfg.launch_lead_us)
@@ -225,8 +225,9 @@ class PairTiming:
             self.round_inputs = self.retried_when_full(lambda: self.judge.make_inputs(ROUND_SEED_OFFSET + index,
                                                                                       wide=False))
 
-    def refresh_side(self, sandbox) -> None:
-        """Send one worker a copy of this round's inputs (from its outbox) and wait until it has copied them in.
+    def refresh_side(self, sandbox) -> float:
+        """Send one worker a copy of this round's inputs (from its outbox) and wait until it has copied them in; the
+        judge's clock around that request (ms).
 
         A copy of its own (the candidate could write into what it is sent; its output is checked against round_inputs,
         which never reach its worker), made in that worker's outbox, which keeps the memory for the next round's
@@ -237,10 +238,13 @@ class PairTiming:
             copy = self.retried_when_full(lambda: sandbox.outbox.copies(self.round_inputs))
             self.hand_over()
             self.expect_ok(sandbox.request("refresh_timing_inputs", self.cfg.timeout, inputs=copy))
-            if sandbox is self.ref_sandbox:
+            request_ms = sandbox.last_request_ms
+            if sandbox is self.ref_sandbox and self.device.type == "cuda":
                 # The reference's worker only copied from its copy (trusted code; the candidate's worker never maps
                 # it): the same contents, which stand for the round's inputs from now on, so that the judge holds two
-                # copies between rounds, not three (harness/footprint.py).
+                # copies between rounds, not three (harness/footprint.py). Not on the CPU: there a copy sent is a
+                # file in /dev/shm that the candidate, the same user, can open and write (zeroed, the inputs that
+                # its timed output was checked against passed a constant output).
                 self.round_inputs = copy
             del copy
         # The worker has let go of it: back to its outbox, where the next round's copy reuses it. Memory is not handed
@@ -250,24 +254,32 @@ class PairTiming:
         # full-size sigmoid pair (results/gpu-acceptance/issue15-summary-h100.md).
         if self.device.type == "cuda":
             torch.cuda.ipc_collect()
+        return request_ms
 
-    def check_timed_output(self, index: int) -> None:
-        """The candidate's last timed output of round `index` must be right for that round's inputs (not checkable
-        when the reference draws random numbers: its timed calls are not seeded)."""
+    def check_timed_output(self, index: int, fingerprint: list) -> None:
+        """The candidate's last timed output of round `index` must be the one its `time` reply fingerprinted and right
+        for that round's inputs (not checkable when the reference draws random numbers: its timed calls are not
+        seeded)."""
         if self.judge.random_reference:
             return
         with self.phase("timing.checks"):
-            self.compare_timed_output(index)
+            self.compare_timed_output(index, fingerprint)
             # The reference's output (and what it needed on the way) back to the GPU: kept, it would leave the workers'
             # next calls without room (L1Norm's 8 GB tensors, say). A check is a tenth of the rounds.
             release_cached_memory(self.device)
 
-    def compare_timed_output(self, index: int) -> None:
+    def compare_timed_output(self, index: int, fingerprint: list) -> None:
         ref_out = self.retried_when_full(lambda: self.judge.reference(self.round_inputs))
         reply = self.expect_ok(self.sandbox.request("last_timed_output", self.cfg.timeout))
         problem = check.structure_problem(ref_out, reply)
         if problem:
             raise Verdict(Status.INCORRECT, f"timing round {index + 1}: {problem}", "wrong_timed_output")
+        if timing.fingerprint(reply["items"]) != fingerprint:
+            raise Verdict(Status.INCORRECT, f"timing round {index + 1}: the output sent for the check is not what the "
+                                            "timed call returned (its bytes changed after the call)", "wrong_timed_output")
+        if reply.get("aliases_input") and "output_aliases_input" not in self.result.flags:
+            raise Verdict(Status.INCORRECT, f"timing round {index + 1}: the timed call returned its input's own "
+                                            "storage as its output, which no trial call did", "wrong_timed_output")
         try:
             self.judge.trials.check_outputs(self.round_inputs, ref_out, reply, f"timing round {index + 1}", None)
         except Verdict as verdict:
@@ -354,17 +366,28 @@ class Rounds:
         self.clocks = ClockMonitor(pair.device.index or 0) if pair.device.type == "cuda" else None
         self.probe = pair.gpu_probe()
         self.window_clean = True  # this round's windows each began on a GPU of our own
-        self.ref_judged, self.new_judged = [], []  # the judge's own wall clock (ms) around each timing request
+        # The judge's own clock (ms) around each side's turn: its inputs' refresh and its sample, both requests, not
+        # the sample's alone (work a worker did while refreshing, the round's output computed there and kept for the
+        # timed calls to copy, would otherwise pass unseen); plus, on a GPU, the time the probes then found another
+        # context's work, charged to the candidate wherever it was the last to run (GPU work it queued and left to
+        # run on after its request: before its own window, or before the reference's next).
+        self.ref_judged, self.new_judged = [], []
+        self.candidate_ran_last = False
+        self.new_fingerprint = None  # the candidate's last `time` reply's fingerprint of its output
         self.rng = random.Random(pair.job["secret"])
         self.checked = []  # rounds whose timed output was checked
 
-    def gpu_is_ours(self) -> None:
-        """Before a window: other processes' GPU work drained (the other worker is stopped by now). Before both
-        sides' windows, though only the candidate can leave work behind: on the H100, with the probe before the
-        reference's window alone, A/A pairs of 0.3-2 ms kernels came out 1.01-1.06 (a window right after a probe
-        runs unlike one without)."""
-        if self.probe and not self.probe.wait_until_ours(self.cfg.gpu_drain_s):
+    def gpu_is_ours(self) -> float:
+        """Before a window: other processes' GPU work drained (the other worker is stopped by now); the ms of the
+        probes that the GPU gave to that work. Before both sides' windows, though only the candidate can leave work
+        behind: on the H100, with the probe before the reference's window alone, A/A pairs of 0.3-2 ms kernels came
+        out 1.01-1.06 (a window right after a probe runs unlike one without)."""
+        if not self.probe:
+            return 0.0
+        away_before = self.probe.away_ms
+        if not self.probe.wait_until_ours(self.cfg.gpu_drain_s):
             self.window_clean = False
+        return self.probe.away_ms - away_before
 
     def round_kept(self) -> bool:
         """A round counts when the GPU was ours before each window and still is after the last one."""
@@ -385,10 +408,14 @@ class Rounds:
     def ref_sample(self) -> float:
         pair = self.pair
         with pair.reference_side():
-            pair.refresh_side(pair.ref_sandbox)
-            self.gpu_is_ours()
-            ms, wall = plausible_sample(pair.expect_ok(pair.ref_sandbox.request("time", self.cfg.timeout)))
-            self.ref_judged.append(pair.ref_sandbox.last_request_ms)
+            refresh_ms = pair.refresh_side(pair.ref_sandbox)
+            drained_ms = self.gpu_is_ours()
+            if self.candidate_ran_last and self.new_judged:  # what the candidate's last turn left running
+                self.new_judged[-1] += drained_ms
+                drained_ms = 0.0
+            ms, wall, _ = plausible_sample(pair.expect_ok(pair.ref_sandbox.request("time", self.cfg.timeout)))
+            self.ref_judged.append(refresh_ms + drained_ms + pair.ref_sandbox.last_request_ms)
+            self.candidate_ran_last = False
         self.result.ref_wall_ms.append(wall)
         if self.clocks:
             self.clocks.sample()
@@ -396,10 +423,10 @@ class Rounds:
 
     def new_sample(self) -> float:
         pair = self.pair
-        pair.refresh_side(pair.sandbox)
-        self.gpu_is_ours()
-        ms, wall = plausible_sample(pair.expect_ok(pair.sandbox.request("time", self.cfg.timeout)))
-        self.new_judged.append(pair.sandbox.last_request_ms)
+        before_ms = pair.refresh_side(pair.sandbox) + self.gpu_is_ours()
+        ms, wall, self.new_fingerprint = plausible_sample(pair.expect_ok(pair.sandbox.request("time", self.cfg.timeout)))
+        self.new_judged.append(before_ms + pair.sandbox.last_request_ms)
+        self.candidate_ran_last = True
         self.result.new_wall_ms.append(wall)
         return ms
 
@@ -407,7 +434,7 @@ class Rounds:
         """A tenth of the rounds first check the last round's timed output (and that the reference's worker was not
         rescheduled); every round gets fresh inputs."""
         if index and self.rng.random() < TIMED_CHECK_SHARE:
-            self.pair.check_timed_output(index - 1)
+            self.pair.check_timed_output(index - 1, self.new_fingerprint)
             self.checked.append(index - 1)
             self.pair.check_reference_scheduling()
         self.pair.make_round_inputs(index)
@@ -433,14 +460,17 @@ def resolution_pct(cfg: Config, method: str, spread: float = 0.0) -> float:
     return resolution
 
 
-def plausible_sample(payload) -> tuple[float, float]:
-    """A worker's timing sample, [ms, wall ms]: both must be positive, finite numbers."""
+def plausible_sample(payload) -> tuple[float, float, list]:
+    """A worker's timing sample, [ms, wall ms, fingerprint]: two positive, finite numbers and a list of integers."""
     try:
-        ms, wall = (float(x) for x in payload)
+        ms, wall, fingerprint = payload
+        ms, wall = float(ms), float(wall)
+        if type(fingerprint) is not list or not all(type(s) is int for s in fingerprint):
+            raise ValueError
     except (TypeError, ValueError):
         raise Verdict(Status.CRASH, f"malformed timing reply from the worker: {str(payload)[:200]}") from None
     if not (0 < ms < float("inf") and 0 < wall < float("inf")):
         raise Verdict(Status.CRASH, f"implausible timing sample from the worker: {ms!r} ms, wall {wall!r} ms")
-    return ms, wall
+    return ms, wall, fingerprint
 
 

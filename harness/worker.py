@@ -70,11 +70,11 @@ def instrument_builds() -> None:
         setattr(ext, name, timed(getattr(ext, name)))
 
 
-def package(out, inputs: list) -> dict:
+def package(out, inputs: list, copies: bool = False) -> dict:
     """Outputs as plain tensors plus the names of anything that is not exactly a torch.Tensor.
 
     An output that shares storage with an input is sent as a copy (CUDA IPC cannot re-send memory it
-    received) and reported, so the judge can flag it.
+    received) and reported, so the judge can flag it; `copies`: every tensor sent as a copy.
     """
     input_storages = {x.untyped_storage().data_ptr() for x in inputs if isinstance(x, torch.Tensor)}
     aliased = []
@@ -85,7 +85,7 @@ def package(out, inputs: list) -> dict:
         if x.untyped_storage().data_ptr() in input_storages:
             aliased.append(True)
             return handover.copy(x)
-        return x.detach()
+        return handover.copy(x) if copies else x.detach()
 
     if isinstance(out, torch.Tensor):  # a subclass too: item() names it
         reply = {"kind": "tensor", "items": [item(out)]}
@@ -220,18 +220,15 @@ class Worker:
     def op_last_timed_output(self):
         """What the last timed call returned, for the judge to check."""
         self.timer.sync()
-        out = self.timer.last_output
         # Sent as copies where the output itself must stay: a graph's output lives in its private pool, rewritten by
         # replays; and sending a CPU tensor moves its storage into a shared-memory file, which the next timed call
         # unmapped inside its window as it let go of this output. Only the candidate's output is checked, so only its
         # side paid. (2-core CPU A/A pairs leaned below 1.0 before, 19 of 20 at 7710ba4, and 13 of 20 after, at
-        # 704783a: the medians, 0.992 and 0.993, do not show that this was the lean's cause.)
-        if self.timer.method == "cuda_graph" or self.device.type != "cuda":
-            if type(out) in (tuple, list):
-                out = type(out)(handover.copy(x) if type(x) is torch.Tensor else x for x in out)
-            elif type(out) is torch.Tensor:
-                out = handover.copy(out)
-        return channel.ok(package(out, self.timing_inputs))
+        # 704783a: the medians, 0.992 and 0.993, do not show that this was the lean's cause.) Whether the output is
+        # an input's storage is read on the output itself, before any copy (copied first, a timed call that wrote
+        # its result over its input was never seen to).
+        copies = self.timer.method == "cuda_graph" or self.device.type != "cuda"
+        return channel.ok(package(self.timer.last_output, self.timing_inputs, copies))
 
     def op_trace(self):
         """The torch operators and GPU kernels one call launches, by name. On a GPU, torch.profiler (kernels need
@@ -278,9 +275,9 @@ class Worker:
             return channel.failed("runtime_error", "forward raised " + describe(exc))
 
     def op_time(self):
-        """One timing sample: [ms per call, host wall ms per call]."""
+        """One timing sample: [ms per call, host wall ms per call, the last timed output's fingerprint]."""
         try:
-            return channel.ok(list(self.timer.sample()))
+            return channel.ok([*self.timer.sample(), timing.fingerprint(self.timer.last_output)])
         except BaseException as exc:
             return channel.failed("runtime_error", "forward raised " + describe(exc))
 

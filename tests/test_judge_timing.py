@@ -1,5 +1,6 @@
 """The judge's timing phase (harness/judge_timing.py), in parts that run without workers."""
 import os
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -91,25 +92,30 @@ def test_graph_timed_and_cpu_pairs_take_resolutions_of_their_own():
     assert resolution_pct(cfg, "cuda_event") == 0.5 and resolution_pct(cfg, "perf_counter") == 2.0
 
 
-def test_each_sides_window_follows_its_own_copy_of_the_rounds_inputs():
-    """Both sides' inputs are copied in right before their own window, never both before the round (which made the
-    candidate's inputs always the last written)."""
+class FakeWorker:
+    """A worker as PairTiming's rounds see it: its requests logged, each taking `request_ms[op]` by the judge's clock."""
+
+    def __init__(self, name, requests, request_ms=None):
+        self.name, self.requests, self.request_ms, self.last_request_ms = name, requests, request_ms or {}, 1.0
+        self.sent = []  # what the judge sent it
+        self.outbox = SimpleNamespace(copies=self.copies)
+        self.proc = SimpleNamespace(pid=os.getpid())
+
+    def copies(self, values):
+        self.sent += [x.clone() for x in values]
+        return self.sent[-len(values):]
+
+    def request(self, op, timeout, **kwargs):
+        self.requests.append((self.name, op))
+        self.last_request_ms = self.request_ms.get(op, 1.0)
+        return [0.5, 0.6, []] if op == "time" else {}
+
+
+def fake_pair(ref, new):
+    """A PairTiming on the CPU whose workers are `ref` and `new` (FakeWorkers), its checks and statistics stubbed."""
     import contextlib
-    from types import SimpleNamespace
 
     from harness.judge_timing import PairTiming
-
-    requests = []
-
-    class FakeWorker:
-        def __init__(self, name):
-            self.name, self.last_request_ms = name, 1.0
-            self.outbox = SimpleNamespace(copies=lambda values: list(values))
-            self.proc = SimpleNamespace(pid=os.getpid())
-
-        def request(self, op, timeout, **kwargs):
-            requests.append((self.name, op))
-            return [0.5, 0.6] if op == "time" else {}
 
     pair = PairTiming.__new__(PairTiming)
     pair.cfg = build_config().replace(min_rounds=10, max_rounds=30, max_timing_s=30.0, target_ci_pct=1.0,
@@ -118,14 +124,22 @@ def test_each_sides_window_follows_its_own_copy_of_the_rounds_inputs():
     pair.device, pair.job = torch.device("cpu"), {"secret": 7}
     pair.result = SimpleNamespace(rounds_discarded=None, ref_wall_ms=[], new_wall_ms=[], flags=[], gpu_wait_ms=None,
                                   timed_outputs_checked=None, judge_wall_ms=None, ref_batch=1, ref_timer="perf_counter")
-    pair.ref_sandbox, pair.sandbox = FakeWorker("ref"), FakeWorker("new")
+    pair.ref_sandbox, pair.sandbox = ref, new
     pair.judge = SimpleNamespace(make_inputs=lambda seed, wide: [torch.full((4,), float(seed))],
                                  ref_schedule=procs.Schedule.read(os.getpid()), random_reference=False)
     pair.reference_side = contextlib.nullcontext
     pair.phase = lambda name: contextlib.nullcontext()
     pair.expect_ok, pair.hand_over = (lambda reply: reply), (lambda: None)
-    pair.check_timed_output = lambda index: None
+    pair.check_timed_output = lambda index, fingerprint: None
     pair.record_timing = lambda ref_ms, new_ms, tight, clocks: None
+    return pair
+
+
+def test_each_sides_window_follows_its_own_copy_of_the_rounds_inputs():
+    """Both sides' inputs are copied in right before their own window, never both before the round (which made the
+    candidate's inputs always the last written)."""
+    requests = []
+    pair = fake_pair(FakeWorker("ref", requests), FakeWorker("new", requests))
     pair.time_disagrees = lambda *args: False
     pair.time_rounds()
     timed = [i for i, (_, op) in enumerate(requests) if op == "time"]
@@ -133,6 +147,96 @@ def test_each_sides_window_follows_its_own_copy_of_the_rounds_inputs():
     assert all(requests[i - 1] == (requests[i][0], "refresh_timing_inputs") for i in timed)
     firsts = {requests[i][0] for i in timed[::2]}
     assert firsts == {"ref", "new"}  # the order within a round is still random
+
+
+def test_the_judges_clock_counts_a_sides_whole_turn_its_refresh_too():
+    """A worker that does the round's work while its inputs are refreshed (and only copies a kept result when timed)
+    spends the time outside its timing request: the judge's clock around the turn sees it (red team, CPU: such a
+    candidate came out correct at 5.2x)."""
+    from harness.judge_timing import Rounds
+
+    requests = []
+    pair = fake_pair(FakeWorker("ref", requests), FakeWorker("new", requests, {"refresh_timing_inputs": 6.0}))
+    rounds = Rounds(pair)
+    pair.make_round_inputs(0)
+    rounds.ref_sample(), rounds.new_sample()
+    assert rounds.ref_judged[0] == pytest.approx(2.0, abs=0.5) and rounds.new_judged[0] == pytest.approx(7.0, abs=0.5)
+
+
+def test_gpu_work_the_candidate_leaves_running_is_charged_to_its_turn():
+    """Work the candidate's worker queued and left running (its round's output computed after its refresh request, or
+    anything after its sample) is drained by the probe before the next window: before its own window, its own turn;
+    before the reference's, still the candidate's (it would otherwise pad the reference's turns)."""
+    from harness.judge_timing import Rounds
+
+    class FakeProbe:
+        def __init__(self, found):
+            self.found, self.away_ms = list(found), 0.0
+
+        def wait_until_ours(self, limit_s):
+            self.away_ms += self.found.pop(0)
+            return True
+
+    requests = []
+    pair = fake_pair(FakeWorker("ref", requests), FakeWorker("new", requests))
+    rounds = Rounds(pair)
+    rounds.probe = FakeProbe([4.0, 3.0, 0.5])  # before: the candidate's window, the reference's, the reference's
+    pair.make_round_inputs(0)
+    rounds.new_sample(), rounds.ref_sample()
+    assert rounds.new_judged == [pytest.approx(9.0)] and rounds.ref_judged == [pytest.approx(2.0)]
+    rounds.ref_sample()  # after a reference turn, what a probe finds is counted where it was found
+    assert rounds.ref_judged[-1] == pytest.approx(2.5) and rounds.new_judged == [pytest.approx(9.0)]
+
+
+def test_on_the_cpu_the_judge_checks_timed_outputs_against_inputs_of_its_own():
+    """On the CPU a tensor sent to a worker is a file in /dev/shm that the candidate, the same user, can write: the
+    reference's copy must not become the inputs a timed output is checked against (red team: zeroed there, they let a
+    constant output pass the checks)."""
+    requests = []
+    ref = FakeWorker("ref", requests)
+    pair = fake_pair(ref, FakeWorker("new", requests))
+    pair.time_disagrees = lambda *args: False
+    pair.time_rounds()
+    assert ref.sent and not any(x is sent for x in pair.round_inputs for sent in ref.sent)
+
+
+def checked_pair(reply: dict, flags=()):
+    """A PairTiming whose candidate's worker sends `reply` for a timed-output check of relu on [-1, 2]."""
+    pair = fake_pair(FakeWorker("ref", []), FakeWorker("new", []))
+    pair.sandbox.request = lambda op, timeout, **kwargs: reply
+    pair.round_inputs = [torch.tensor([-1.0, 2.0])]
+    pair.result.flags = list(flags)
+    pair.judge.reference = lambda inputs: torch.relu(inputs[0])
+    pair.judge.trials = SimpleNamespace(check_outputs=lambda *args: None)
+    pair.retried_when_full = lambda make: make()
+    return pair
+
+
+def test_a_timed_output_must_be_the_one_its_time_reply_fingerprinted():
+    """A worker that, asked for its last timed output, computes the right one then (its timed calls did no work) sends
+    other bytes than its `time` reply fingerprinted (red team, CPU: correct at 5.1x before)."""
+    from harness.judge_timing import timing
+
+    right = torch.tensor([0.0, 2.0])
+    pair = checked_pair({"kind": "tensor", "items": [right], "aliases_input": False})
+    pair.compare_timed_output(3, timing.fingerprint(right))  # the same bytes: checked as before
+    with pytest.raises(Verdict) as raised:
+        pair.compare_timed_output(3, timing.fingerprint(torch.zeros(2)))
+    assert raised.value.status.value == "incorrect" and "wrong_timed_output" in raised.value.flags
+    assert "timing round 4: the output sent for the check is not what the timed call returned" in raised.value.error
+
+
+def test_a_timed_call_that_returns_its_input_where_no_trial_did_is_wrong():
+    """Written over its own (private, refreshed) timing inputs, a timed output is right and costs no allocation; no
+    trial call did that, so the timed calls were not the calls that were checked (red team, CPU: 1.11x before)."""
+    from harness.judge_timing import timing
+
+    right = torch.tensor([0.0, 2.0])
+    reply = {"kind": "tensor", "items": [right], "aliases_input": True}
+    with pytest.raises(Verdict) as raised:
+        checked_pair(reply).compare_timed_output(0, timing.fingerprint(right))
+    assert "returned its input's own storage" in raised.value.error and "wrong_timed_output" in raised.value.flags
+    checked_pair(reply, ["output_aliases_input"]).compare_timed_output(0, timing.fingerprint(right))  # as in trials
 
 
 def test_a_pair_bound_by_the_host_takes_the_host_bound_resolution():
@@ -157,7 +261,8 @@ def test_the_cpu_aims_at_a_ci_of_its_own():
 
 
 def test_worker_timing_samples_must_be_plausible():
-    assert plausible_sample([1.5, 1.6]) == (1.5, 1.6)
-    for bad in ([0.0, 1.0], [1.0, -1.0], [float("nan"), 1.0], [float("inf"), 1.0], ["fast", 1.0], [1.0], None):
+    assert plausible_sample([1.5, 1.6, [7, -3]]) == (1.5, 1.6, [7, -3])
+    for bad in ([0.0, 1.0, []], [1.0, -1.0, []], [float("nan"), 1.0, []], [float("inf"), 1.0, []], ["fast", 1.0, []],
+                [1.0], [1.5, 1.6], [1.5, 1.6, None], [1.5, 1.6, [0.5]], [1.5, 1.6, "same"], None):
         with pytest.raises(Verdict):
             plausible_sample(bad)

@@ -73,8 +73,11 @@ EXPECTED = {
     # timing attacks
     "patches_the_timer": ("correct", None, ["timer_tampering", "no_custom_kernel"]),
     "forges_a_stopped_clock": ("correct", None, ["timer_tampering", "no_custom_kernel", "noisy_timing"]),
+    "precomputes_in_refresh": ("correct", None, ["timer_tampering", "no_custom_kernel"]),
+    "puts_right_when_checked": ("incorrect", "not what the timed call returned", ["wrong_timed_output"]),
     # semantic attacks
     "mutates_input": ("incorrect", "changed its inputs", ["input_mutated"]),
+    "writes_over_its_input_when_timed": ("incorrect", "returned its input's own storage", ["wrong_timed_output"]),
     "only_unit_interval": ("incorrect", "wide inputs", []),
     "lower_precision_within_tolerance": ("correct", None, ["reduced_precision"]),
     "computes_in_bfloat16": ("incorrect", "outside atol", []),
@@ -143,7 +146,7 @@ def test_status_reason_and_flags(adversarial_run, solution):
         assert "no_custom_kernel" not in result["flags"]
     # hogs_while_idle's spinning thread holds the GIL during its own requests too: the judge's clock may see the
     # time its worker loses beyond the windows (timer_tampering), a fair finding against a hog.
-    if status == "correct" and solution not in ("patches_the_timer", "forges_a_stopped_clock", "hogs_while_idle"):
+    if status == "correct" and "timer_tampering" not in flags and solution != "hogs_while_idle":
         assert "timer_tampering" not in result["flags"], (result["new_samples_ms"], result["judge_wall_ms"])
 
 
