@@ -33,13 +33,16 @@ ROUND_SEED_OFFSET = 1000  # timing rounds draw their inputs from trial seeds pas
 
 @dataclass
 class Requests:
-    """One side's timing requests as the judge saw them: the worker's samples (ms), the judge's own wall clock
-    around each request (ms), and the method and batch the worker timed with."""
+    """One side's timing turns as the judge saw them: the worker's samples (ms), the judge's own wall clock around
+    each turn (ms: its refresh and sample requests, and GPU work it left running), the method and batch the worker
+    timed with, and the judge's clock around each sample request alone (ms; the share of it a worker may leave
+    unexplained: the refresh, a copy of the inputs, can cost several calls on the CPU)."""
 
     samples_ms: list
     judged_ms: list
     method: str
     batch: int
+    requested_ms: list = None
 
 
 def timer_disagrees(ref: Requests, new: Requests, cold_cache: bool, flush_ms: float) -> bool:
@@ -63,8 +66,9 @@ def timer_disagrees(ref: Requests, new: Requests, cold_cache: bool, flush_ms: fl
     ref_left = unexplained(ref)
     # Claimed more than passed: against the reference's own, since the judge's estimate of a flush (timed in its own
     # process) can be off for both workers alike (on the 2-core CPU it made both sides' unexplained time negative).
+    request_ms = statistics.median(new.requested_ms or new.judged_ms)
     claimed_too_much = (statistics.median(new_left) - (statistics.median(ref_left) if ref_left else 0.0)
-                        < -0.05 * statistics.median(new.judged_ms) - 0.1)
+                        < -0.05 * request_ms - 0.1)
     # Round by round: both requests of a round meet the same load on the host, which their difference
     # cancels. A forged clock hides time in most rounds, so it moves the median difference; one within three
     # standard errors of that median (1.858 MAD / sqrt(n) for normal noise) is no evidence. (Three MADs, the
@@ -72,7 +76,7 @@ def timer_disagrees(ref: Requests, new: Requests, cold_cache: bool, flush_ms: fl
     differences = [n - r for n, r in zip(new_left, ref_left or [0.0] * len(new_left))]
     excess = statistics.median(differences)
     jitter = 3 * 1.858 * median_abs_deviation(differences) / math.sqrt(len(differences))
-    return claimed_too_much or excess > TAMPER_SHARE * statistics.median(new.judged_ms) + TAMPER_SLACK_MS + jitter
+    return claimed_too_much or excess > TAMPER_SHARE * request_ms + TAMPER_SLACK_MS + jitter
 
 
 class ReferenceRescheduled(Exception):
@@ -148,9 +152,8 @@ class PairTiming:
         self.record_timing(ref_ms, new_ms, tight, rounds.clocks)
         judge_timer = timing.Timer(self.device, cfg.cold_cache, cfg.launch_lead_us)
         self.result.judge_wall_ms = statistics.median(rounds.new_judged)
-        if (self.time_disagrees(ref_ms, rounds.ref_judged, new_ms, rounds.new_judged, judge_timer)
-                and self.disagrees_again(rounds.ref_sample, rounds.new_sample, rounds.ref_judged, rounds.new_judged,
-                                         rounds.rng, judge_timer)):
+        if (self.time_disagrees(ref_ms, rounds.ref_judged, new_ms, rounds.new_judged, rounds.new_requested,
+                                judge_timer) and self.disagrees_again(rounds, judge_timer)):
             self.result.flags.append("timer_tampering")
         if cfg.compile_baseline:
             self.time_compiled(self.round_inputs, judge_timer)
@@ -192,30 +195,31 @@ class PairTiming:
             print(f"GPU probe unavailable, windows unchecked: {exc}", flush=True)
             return None
 
-    def disagrees_again(self, ref_sample, new_sample, ref_judged, new_judged, rng, judge_timer) -> bool:
+    def disagrees_again(self, rounds: "Rounds", judge_timer) -> bool:
         """The cross-check once more, on rounds of its own after a pause (not kept as samples): load on the
         host (another process on the candidate worker's core) can delay that worker's wake-ups for seconds,
         but a forged clock does not stop."""
         time.sleep(CONFIRM_PAUSE_S)
-        first, walls = len(ref_judged), (len(self.result.ref_wall_ms), len(self.result.new_wall_ms))
+        first, walls = len(rounds.ref_judged), (len(self.result.ref_wall_ms), len(self.result.new_wall_ms))
         ref_ms, new_ms = [], []
         for _ in range(CONFIRM_ROUNDS):
-            for side in rng.sample(["ref", "new"], 2):
+            for side in rounds.rng.sample(["ref", "new"], 2):
                 if side == "ref":
-                    ref_ms.append(ref_sample())
+                    ref_ms.append(rounds.ref_sample())
                 else:
-                    new_ms.append(new_sample())
+                    new_ms.append(rounds.new_sample())
         del self.result.ref_wall_ms[walls[0]:], self.result.new_wall_ms[walls[1]:]
-        return self.time_disagrees(ref_ms, ref_judged[first:], new_ms, new_judged[first:], judge_timer)
+        return self.time_disagrees(ref_ms, rounds.ref_judged[first:], new_ms, rounds.new_judged[first:],
+                                   rounds.new_requested[first:], judge_timer)
 
-    def time_disagrees(self, ref_ms, ref_judged, new_ms, new_judged, judge_timer: timing.Timer) -> bool:
+    def time_disagrees(self, ref_ms, ref_judged, new_ms, new_judged, new_requested, judge_timer) -> bool:
         """timer_disagrees on these rounds, with the judge's own cache-flush time."""
         cold = self.cfg.cold_cache
         with timing.threads(self.judge.worker_threads):  # a flush as the workers' threads make it
             flush_ms = statistics.median(judge_timer.window(judge_timer.flush)[0] for _ in range(5)) if cold else 0.0
         r = self.result
         return timer_disagrees(Requests(ref_ms, ref_judged, r.ref_timer, r.ref_batch or 1),
-                               Requests(new_ms, new_judged, r.new_timer, r.new_batch or 1), cold, flush_ms)
+                               Requests(new_ms, new_judged, r.new_timer, r.new_batch or 1, new_requested), cold, flush_ms)
 
     def make_round_inputs(self, index: int) -> None:
         """Fresh secret-seeded input contents for round `index` (each side's sample copies them in first: refresh_side),
@@ -369,9 +373,11 @@ class Rounds:
         # The judge's own clock (ms) around each side's turn: its inputs' refresh and its sample, both requests, not
         # the sample's alone (work a worker did while refreshing, the round's output computed there and kept for the
         # timed calls to copy, would otherwise pass unseen); plus, on a GPU, the time the probes then found another
-        # context's work, charged to the candidate wherever it was the last to run (GPU work it queued and left to
-        # run on after its request: before its own window, or before the reference's next).
+        # context's work, charged to the candidate wherever it was the last to run in the round (GPU work it queued
+        # and left to run on after a request: before its own window, or before the reference's after it; work left
+        # at a round's end is seen by the probe after the round, which drops the round).
         self.ref_judged, self.new_judged = [], []
+        self.new_requested = []  # the judge's clock around the candidate's sample request alone (ms)
         self.candidate_ran_last = False
         self.new_fingerprint = None  # the candidate's last `time` reply's fingerprint of its output
         self.rng = random.Random(pair.job["secret"])
@@ -395,7 +401,8 @@ class Rounds:
         self.window_clean = True
         if not kept:
             self.result.rounds_discarded = (self.result.rounds_discarded or 0) + 1
-            for samples in (self.ref_judged, self.new_judged, self.result.ref_wall_ms, self.result.new_wall_ms):
+            for samples in (self.ref_judged, self.new_judged, self.new_requested, self.result.ref_wall_ms,
+                            self.result.new_wall_ms):
                 samples.pop()
         return kept
 
@@ -426,6 +433,7 @@ class Rounds:
         before_ms = pair.refresh_side(pair.sandbox) + self.gpu_is_ours()
         ms, wall, self.new_fingerprint = plausible_sample(pair.expect_ok(pair.sandbox.request("time", self.cfg.timeout)))
         self.new_judged.append(before_ms + pair.sandbox.last_request_ms)
+        self.new_requested.append(pair.sandbox.last_request_ms)
         self.candidate_ran_last = True
         self.result.new_wall_ms.append(wall)
         return ms
@@ -433,6 +441,7 @@ class Rounds:
     def before_round(self, index: int) -> None:
         """A tenth of the rounds first check the last round's timed output (and that the reference's worker was not
         rescheduled); every round gets fresh inputs."""
+        self.candidate_ran_last = False  # what a round's last turn left running, the probe after it has seen
         if index and self.rng.random() < TIMED_CHECK_SHARE:
             self.pair.check_timed_output(index - 1, self.new_fingerprint)
             self.checked.append(index - 1)
@@ -461,11 +470,12 @@ def resolution_pct(cfg: Config, method: str, spread: float = 0.0) -> float:
 
 
 def plausible_sample(payload) -> tuple[float, float, list]:
-    """A worker's timing sample, [ms, wall ms, fingerprint]: two positive, finite numbers and a list of integers."""
+    """A worker's timing sample, [ms, wall ms, fingerprint]: two positive, finite numbers and a list of integers
+    (None for an output tensor that has no fingerprint)."""
     try:
         ms, wall, fingerprint = payload
         ms, wall = float(ms), float(wall)
-        if type(fingerprint) is not list or not all(type(s) is int for s in fingerprint):
+        if type(fingerprint) is not list or not all(s is None or type(s) is int for s in fingerprint):
             raise ValueError
     except (TypeError, ValueError):
         raise Verdict(Status.CRASH, f"malformed timing reply from the worker: {str(payload)[:200]}") from None

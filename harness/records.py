@@ -105,7 +105,8 @@ class Result:
     orphans_killed: Optional[int] = column("processes the candidate left running, killed when the pair ended", None)
     timed_outputs_checked: Optional[int] = column("timing rounds whose candidate output the judge checked", None)
     judge_wall_ms: Optional[float] = column("the judge's own median clock around one candidate timing turn (its "
-                                            "inputs refreshed, the GPU probed, its timing request), ms", None)
+                                            "refresh and timing requests, and other GPU work its probes found), ms",
+                                            None)
     rounds_discarded: Optional[int] = column("timing rounds dropped because another process used the GPU around "
                                              "their windows", None)
     gpu_wait_ms: Optional[float] = column("milliseconds spent before windows probing the GPU and waiting for other "

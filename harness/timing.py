@@ -331,7 +331,7 @@ def fingerprint(out) -> list:
 INTEGER_VIEWS = {1: torch.uint8, 2: torch.int16, 4: torch.int32}
 
 
-def bits_sum(t: torch.Tensor) -> int:
+def bits_sum(t: torch.Tensor):
     """The sum of a tensor's elements read as integers of their size (8 and 16-byte elements as 32-bit halves or
     quarters); without a copy for elements of up to 4 bytes, whatever the layout."""
     t = t.detach()
@@ -340,7 +340,10 @@ def bits_sum(t: torch.Tensor) -> int:
             return int(t.view(INTEGER_VIEWS[t.element_size()]).sum())
         return int(t.contiguous().reshape(-1).view(torch.int32).sum())
     except RuntimeError:  # a dtype that will not be viewed so (quantized, say): its bytes
-        return int(t.contiguous().reshape(-1).view(torch.uint8).sum())
+        try:
+            return int(t.contiguous().reshape(-1).view(torch.uint8).sum())
+        except Exception:  # no plain storage (sparse, say): nothing to bind it by; its check still compares values
+            return None
 
 
 def single_windows(call_ms: float) -> int:

@@ -38,6 +38,17 @@ def test_tamper_check_sees_time_hidden_in_most_rounds():
     assert not tamper_check(ref, [t + 0.05 for t in ref])  # 0.05 ms: within the slack
 
 
+def test_the_share_a_worker_may_leave_unexplained_is_of_its_sample_not_of_its_refresh():
+    """On the CPU a refresh (copies of the inputs) can cost several calls; 10% of the whole turn would then leave room
+    to compute much of a round's output while refreshing (review of 4d3872a: ~45% of a call on a 32 MB ReLU)."""
+    from harness.judge_timing import Requests, timer_disagrees
+
+    ref = Requests([2.0] * 20, [100.0 + 0.01 * (i % 3) for i in range(20)], "perf_counter", 1, [2.2] * 20)
+    turns = [108.0 + 0.01 * (i % 3) for i in range(20)]  # 8 ms of the round's work done in the refresh
+    assert timer_disagrees(ref, Requests([2.0] * 20, turns, "perf_counter", 1, [2.2] * 20), False, 0.0)
+    assert not timer_disagrees(ref, Requests([2.0] * 20, turns, "perf_counter", 1), False, 0.0)  # the turn's share
+
+
 def test_tamper_check_refuses_a_method_or_batch_the_timer_never_chooses():
     from harness.judge_timing import Requests, timer_disagrees
 
@@ -186,6 +197,9 @@ def test_gpu_work_the_candidate_leaves_running_is_charged_to_its_turn():
     assert rounds.new_judged == [pytest.approx(9.0)] and rounds.ref_judged == [pytest.approx(2.0)]
     rounds.ref_sample()  # after a reference turn, what a probe finds is counted where it was found
     assert rounds.ref_judged[-1] == pytest.approx(2.5) and rounds.new_judged == [pytest.approx(9.0)]
+    rounds.probe.found = [0.0, 2.0]
+    rounds.new_sample(), rounds.before_round(1), rounds.ref_sample()  # a round's last turn: the probe after it saw it
+    assert rounds.ref_judged[-1] == pytest.approx(4.0) and rounds.new_judged[-1] == pytest.approx(2.0)
 
 
 def test_on_the_cpu_the_judge_checks_timed_outputs_against_inputs_of_its_own():
@@ -266,3 +280,4 @@ def test_worker_timing_samples_must_be_plausible():
                 [1.0], [1.5, 1.6], [1.5, 1.6, None], [1.5, 1.6, [0.5]], [1.5, 1.6, "same"], None):
         with pytest.raises(Verdict):
             plausible_sample(bad)
+    assert plausible_sample([1.5, 1.6, [None, 3]])[2] == [None, 3]

@@ -119,3 +119,4 @@ def test_a_fingerprint_is_the_same_for_a_copy_in_any_layout_and_moves_with_one_b
     moved = out.clone()
     moved[17] = torch.nextafter(moved[17], torch.tensor(2.0))  # one bit
     assert fingerprint(out) != fingerprint(moved) and fingerprint(None) == []
+    assert fingerprint(torch.eye(3).to_sparse()) == [None]
