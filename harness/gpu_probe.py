@@ -66,7 +66,6 @@ class GpuProbe:
         self.check(self.cuda.cuModuleLoadData(ctypes.byref(self.module), ctypes.c_char_p(PTX.encode() + b"\0")))
         self.check(self.cuda.cuModuleGetFunction(ctypes.byref(self.kernel), self.module, b"probe"))
         self.busy_probes, self.waited_ms = 0, 0.0
-        self.away_ms = 0.0  # all the probes' time that the GPU spent on other contexts
 
     @staticmethod
     def check(code: int) -> None:
@@ -83,7 +82,6 @@ class GpuProbe:
         gaps, away_ns = self.out.tolist()  # waits for the probe
         if gaps:
             self.busy_probes += 1
-        self.away_ms += away_ns / 1e6
         return away_ns / 1e6
 
     def wait_until_ours(self, limit_s: float) -> bool:

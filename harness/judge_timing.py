@@ -33,16 +33,13 @@ ROUND_SEED_OFFSET = 1000  # timing rounds draw their inputs from trial seeds pas
 
 @dataclass
 class Requests:
-    """One side's timing turns as the judge saw them: the worker's samples (ms), the judge's own wall clock around
-    each turn (ms: its refresh and sample requests, and GPU work it left running), the method and batch the worker
-    timed with, and the judge's clock around each sample request alone (ms; the share of it a worker may leave
-    unexplained: the refresh, a copy of the inputs, can cost several calls on the CPU)."""
+    """One side's timing requests as the judge saw them: the worker's samples (ms), the judge's own wall clock
+    around each request (ms), and the method and batch the worker timed with."""
 
     samples_ms: list
     judged_ms: list
     method: str
     batch: int
-    requested_ms: list = None
 
 
 def timer_disagrees(ref: Requests, new: Requests, cold_cache: bool, flush_ms: float) -> bool:
@@ -66,9 +63,8 @@ def timer_disagrees(ref: Requests, new: Requests, cold_cache: bool, flush_ms: fl
     ref_left = unexplained(ref)
     # Claimed more than passed: against the reference's own, since the judge's estimate of a flush (timed in its own
     # process) can be off for both workers alike (on the 2-core CPU it made both sides' unexplained time negative).
-    request_ms = statistics.median(new.requested_ms or new.judged_ms)
     claimed_too_much = (statistics.median(new_left) - (statistics.median(ref_left) if ref_left else 0.0)
-                        < -0.05 * request_ms - 0.1)
+                        < -0.05 * statistics.median(new.judged_ms) - 0.1)
     # Round by round: both requests of a round meet the same load on the host, which their difference
     # cancels. A forged clock hides time in most rounds, so it moves the median difference; one within three
     # standard errors of that median (1.858 MAD / sqrt(n) for normal noise) is no evidence. (Three MADs, the
@@ -76,7 +72,7 @@ def timer_disagrees(ref: Requests, new: Requests, cold_cache: bool, flush_ms: fl
     differences = [n - r for n, r in zip(new_left, ref_left or [0.0] * len(new_left))]
     excess = statistics.median(differences)
     jitter = 3 * 1.858 * median_abs_deviation(differences) / math.sqrt(len(differences))
-    return claimed_too_much or excess > TAMPER_SHARE * request_ms + TAMPER_SLACK_MS + jitter
+    return claimed_too_much or excess > TAMPER_SHARE * statistics.median(new.judged_ms) + TAMPER_SLACK_MS + jitter
 
 
 class ReferenceRescheduled(Exception):
@@ -147,13 +143,13 @@ class PairTiming:
         if not ref_ms:  # every round had another process on the GPU: no speedup to report
             self.result.timing_rounds = 0
             return
-        self.check_timed_output(len(ref_ms) - 1, rounds.new_fingerprint)
+        self.check_timed_output(len(ref_ms) - 1)
         self.result.timed_outputs_checked = 0 if self.judge.random_reference else len(rounds.checked) + 1
         self.record_timing(ref_ms, new_ms, tight, rounds.clocks)
         judge_timer = timing.Timer(self.device, cfg.cold_cache, cfg.launch_lead_us)
         self.result.judge_wall_ms = statistics.median(rounds.new_judged)
-        if (self.time_disagrees(ref_ms, rounds.ref_judged, new_ms, rounds.new_judged, rounds.new_requested,
-                                judge_timer) and self.disagrees_again(rounds, judge_timer)):
+        if (self.time_disagrees(ref_ms, rounds.ref_judged, new_ms, rounds.new_judged, judge_timer)
+                and self.disagrees_again(rounds, judge_timer)):
             self.result.flags.append("timer_tampering")
         if cfg.compile_baseline:
             self.time_compiled(self.round_inputs, judge_timer)
@@ -209,17 +205,16 @@ class PairTiming:
                 else:
                     new_ms.append(rounds.new_sample())
         del self.result.ref_wall_ms[walls[0]:], self.result.new_wall_ms[walls[1]:]
-        return self.time_disagrees(ref_ms, rounds.ref_judged[first:], new_ms, rounds.new_judged[first:],
-                                   rounds.new_requested[first:], judge_timer)
+        return self.time_disagrees(ref_ms, rounds.ref_judged[first:], new_ms, rounds.new_judged[first:], judge_timer)
 
-    def time_disagrees(self, ref_ms, ref_judged, new_ms, new_judged, new_requested, judge_timer) -> bool:
+    def time_disagrees(self, ref_ms, ref_judged, new_ms, new_judged, judge_timer) -> bool:
         """timer_disagrees on these rounds, with the judge's own cache-flush time."""
         cold = self.cfg.cold_cache
         with timing.threads(self.judge.worker_threads):  # a flush as the workers' threads make it
             flush_ms = statistics.median(judge_timer.window(judge_timer.flush)[0] for _ in range(5)) if cold else 0.0
         r = self.result
         return timer_disagrees(Requests(ref_ms, ref_judged, r.ref_timer, r.ref_batch or 1),
-                               Requests(new_ms, new_judged, r.new_timer, r.new_batch or 1, new_requested), cold, flush_ms)
+                               Requests(new_ms, new_judged, r.new_timer, r.new_batch or 1), cold, flush_ms)
 
     def make_round_inputs(self, index: int) -> None:
         """Fresh secret-seeded input contents for round `index` (each side's sample copies them in first: refresh_side),
@@ -229,9 +224,8 @@ class PairTiming:
             self.round_inputs = self.retried_when_full(lambda: self.judge.make_inputs(ROUND_SEED_OFFSET + index,
                                                                                       wide=False))
 
-    def refresh_side(self, sandbox) -> float:
-        """Send one worker a copy of this round's inputs (from its outbox) and wait until it has copied them in; the
-        judge's clock around that request (ms).
+    def refresh_side(self, sandbox) -> None:
+        """Send one worker a copy of this round's inputs (from its outbox) and wait until it has copied them in.
 
         A copy of its own (the candidate could write into what it is sent; its output is checked against round_inputs,
         which never reach its worker), made in that worker's outbox, which keeps the memory for the next round's
@@ -242,7 +236,6 @@ class PairTiming:
             copy = self.retried_when_full(lambda: sandbox.outbox.copies(self.round_inputs))
             self.hand_over()
             self.expect_ok(sandbox.request("refresh_timing_inputs", self.cfg.timeout, inputs=copy))
-            request_ms = sandbox.last_request_ms
             if sandbox is self.ref_sandbox and self.device.type == "cuda":
                 # The reference's worker only copied from its copy (trusted code; the candidate's worker never maps
                 # it): the same contents, which stand for the round's inputs from now on, so that the judge holds two
@@ -258,29 +251,24 @@ class PairTiming:
         # full-size sigmoid pair (results/gpu-acceptance/issue15-summary-h100.md).
         if self.device.type == "cuda":
             torch.cuda.ipc_collect()
-        return request_ms
 
-    def check_timed_output(self, index: int, fingerprint: list) -> None:
-        """The candidate's last timed output of round `index` must be the one its `time` reply fingerprinted and right
-        for that round's inputs (not checkable when the reference draws random numbers: its timed calls are not
-        seeded)."""
+    def check_timed_output(self, index: int) -> None:
+        """The candidate's last timed output of round `index` must be right for that round's inputs (not checkable
+        when the reference draws random numbers: its timed calls are not seeded)."""
         if self.judge.random_reference:
             return
         with self.phase("timing.checks"):
-            self.compare_timed_output(index, fingerprint)
+            self.compare_timed_output(index)
             # The reference's output (and what it needed on the way) back to the GPU: kept, it would leave the workers'
             # next calls without room (L1Norm's 8 GB tensors, say). A check is a tenth of the rounds.
             release_cached_memory(self.device)
 
-    def compare_timed_output(self, index: int, fingerprint: list) -> None:
+    def compare_timed_output(self, index: int) -> None:
         ref_out = self.retried_when_full(lambda: self.judge.reference(self.round_inputs))
         reply = self.expect_ok(self.sandbox.request("last_timed_output", self.cfg.timeout))
         problem = check.structure_problem(ref_out, reply)
         if problem:
             raise Verdict(Status.INCORRECT, f"timing round {index + 1}: {problem}", "wrong_timed_output")
-        if timing.fingerprint(reply["items"]) != fingerprint:
-            raise Verdict(Status.INCORRECT, f"timing round {index + 1}: the output sent for the check is not what the "
-                                            "timed call returned (its bytes changed after the call)", "wrong_timed_output")
         if reply.get("aliases_input") and "output_aliases_input" not in self.result.flags:
             raise Verdict(Status.INCORRECT, f"timing round {index + 1}: the timed call returned its input's own "
                                             "storage as its output, which no trial call did", "wrong_timed_output")
@@ -370,30 +358,17 @@ class Rounds:
         self.clocks = ClockMonitor(pair.device.index or 0) if pair.device.type == "cuda" else None
         self.probe = pair.gpu_probe()
         self.window_clean = True  # this round's windows each began on a GPU of our own
-        # The judge's own clock (ms) around each side's turn: its inputs' refresh and its sample, both requests, not
-        # the sample's alone (work a worker did while refreshing, the round's output computed there and kept for the
-        # timed calls to copy, would otherwise pass unseen); plus, on a GPU, the time the probes then found another
-        # context's work, charged to the candidate wherever it was the last to run in the round (GPU work it queued
-        # and left to run on after a request: before its own window, or before the reference's after it; work left
-        # at a round's end is seen by the probe after the round, which drops the round).
-        self.ref_judged, self.new_judged = [], []
-        self.new_requested = []  # the judge's clock around the candidate's sample request alone (ms)
-        self.candidate_ran_last = False
-        self.new_fingerprint = None  # the candidate's last `time` reply's fingerprint of its output
+        self.ref_judged, self.new_judged = [], []  # the judge's own wall clock (ms) around each timing request
         self.rng = random.Random(pair.job["secret"])
         self.checked = []  # rounds whose timed output was checked
 
-    def gpu_is_ours(self) -> float:
-        """Before a window: other processes' GPU work drained (the other worker is stopped by now); the ms of the
-        probes that the GPU gave to that work. Before both sides' windows, though only the candidate can leave work
-        behind: on the H100, with the probe before the reference's window alone, A/A pairs of 0.3-2 ms kernels came
-        out 1.01-1.06 (a window right after a probe runs unlike one without)."""
-        if not self.probe:
-            return 0.0
-        away_before = self.probe.away_ms
-        if not self.probe.wait_until_ours(self.cfg.gpu_drain_s):
+    def gpu_is_ours(self) -> None:
+        """Before a window: other processes' GPU work drained (the other worker is stopped by now). Before both
+        sides' windows, though only the candidate can leave work behind: on the H100, with the probe before the
+        reference's window alone, A/A pairs of 0.3-2 ms kernels came out 1.01-1.06 (a window right after a probe
+        runs unlike one without)."""
+        if self.probe and not self.probe.wait_until_ours(self.cfg.gpu_drain_s):
             self.window_clean = False
-        return self.probe.away_ms - away_before
 
     def round_kept(self) -> bool:
         """A round counts when the GPU was ours before each window and still is after the last one."""
@@ -401,8 +376,7 @@ class Rounds:
         self.window_clean = True
         if not kept:
             self.result.rounds_discarded = (self.result.rounds_discarded or 0) + 1
-            for samples in (self.ref_judged, self.new_judged, self.new_requested, self.result.ref_wall_ms,
-                            self.result.new_wall_ms):
+            for samples in (self.ref_judged, self.new_judged, self.result.ref_wall_ms, self.result.new_wall_ms):
                 samples.pop()
         return kept
 
@@ -415,14 +389,10 @@ class Rounds:
     def ref_sample(self) -> float:
         pair = self.pair
         with pair.reference_side():
-            refresh_ms = pair.refresh_side(pair.ref_sandbox)
-            drained_ms = self.gpu_is_ours()
-            if self.candidate_ran_last and self.new_judged:  # what the candidate's last turn left running
-                self.new_judged[-1] += drained_ms
-                drained_ms = 0.0
-            ms, wall, _ = plausible_sample(pair.expect_ok(pair.ref_sandbox.request("time", self.cfg.timeout)))
-            self.ref_judged.append(refresh_ms + drained_ms + pair.ref_sandbox.last_request_ms)
-            self.candidate_ran_last = False
+            pair.refresh_side(pair.ref_sandbox)
+            self.gpu_is_ours()
+            ms, wall = plausible_sample(pair.expect_ok(pair.ref_sandbox.request("time", self.cfg.timeout)))
+            self.ref_judged.append(pair.ref_sandbox.last_request_ms)
         self.result.ref_wall_ms.append(wall)
         if self.clocks:
             self.clocks.sample()
@@ -430,20 +400,18 @@ class Rounds:
 
     def new_sample(self) -> float:
         pair = self.pair
-        before_ms = pair.refresh_side(pair.sandbox) + self.gpu_is_ours()
-        ms, wall, self.new_fingerprint = plausible_sample(pair.expect_ok(pair.sandbox.request("time", self.cfg.timeout)))
-        self.new_judged.append(before_ms + pair.sandbox.last_request_ms)
-        self.new_requested.append(pair.sandbox.last_request_ms)
-        self.candidate_ran_last = True
+        pair.refresh_side(pair.sandbox)
+        self.gpu_is_ours()
+        ms, wall = plausible_sample(pair.expect_ok(pair.sandbox.request("time", self.cfg.timeout)))
+        self.new_judged.append(pair.sandbox.last_request_ms)
         self.result.new_wall_ms.append(wall)
         return ms
 
     def before_round(self, index: int) -> None:
         """A tenth of the rounds first check the last round's timed output (and that the reference's worker was not
         rescheduled); every round gets fresh inputs."""
-        self.candidate_ran_last = False  # what a round's last turn left running, the probe after it has seen
         if index and self.rng.random() < TIMED_CHECK_SHARE:
-            self.pair.check_timed_output(index - 1, self.new_fingerprint)
+            self.pair.check_timed_output(index - 1)
             self.checked.append(index - 1)
             self.pair.check_reference_scheduling()
         self.pair.make_round_inputs(index)
@@ -469,18 +437,12 @@ def resolution_pct(cfg: Config, method: str, spread: float = 0.0) -> float:
     return resolution
 
 
-def plausible_sample(payload) -> tuple[float, float, list]:
-    """A worker's timing sample, [ms, wall ms, fingerprint]: two positive, finite numbers and a list of integers
-    (None for an output tensor that has no fingerprint)."""
+def plausible_sample(payload) -> tuple[float, float]:
+    """A worker's timing sample, [ms, wall ms]: both must be positive, finite numbers."""
     try:
-        ms, wall, fingerprint = payload
-        ms, wall = float(ms), float(wall)
-        if type(fingerprint) is not list or not all(s is None or type(s) is int for s in fingerprint):
-            raise ValueError
+        ms, wall = (float(x) for x in payload)
     except (TypeError, ValueError):
         raise Verdict(Status.CRASH, f"malformed timing reply from the worker: {str(payload)[:200]}") from None
     if not (0 < ms < float("inf") and 0 < wall < float("inf")):
         raise Verdict(Status.CRASH, f"implausible timing sample from the worker: {ms!r} ms, wall {wall!r} ms")
-    return ms, wall, fingerprint
-
-
+    return ms, wall

@@ -104,8 +104,7 @@ class Result:
     new_batch: Optional[int] = column("the same for the candidate", None)
     orphans_killed: Optional[int] = column("processes the candidate left running, killed when the pair ended", None)
     timed_outputs_checked: Optional[int] = column("timing rounds whose candidate output the judge checked", None)
-    judge_wall_ms: Optional[float] = column("the judge's own median clock around one candidate timing turn (its "
-                                            "refresh and timing requests, and other GPU work its probes found), ms",
+    judge_wall_ms: Optional[float] = column("the judge's own median clock around one candidate timing request, ms",
                                             None)
     rounds_discarded: Optional[int] = column("timing rounds dropped because another process used the GPU around "
                                              "their windows", None)

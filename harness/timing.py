@@ -319,33 +319,6 @@ def output_tensors(out) -> list:
     return [t for t in items if isinstance(t, torch.Tensor)]
 
 
-def fingerprint(out) -> list:
-    """Per output tensor (exactly torch.Tensor), the sum of its elements' bits read as integers: a worker's `time`
-    reply carries its last timed output's, and the output it sends for a check must have the same. The worker, which
-    runs the candidate, could otherwise put right, when asked, what a timed call returned; now the right output must
-    exist inside its timed turn, where the judge's clock sees its cost. (Integer sums: the same values give the same
-    sum in any order of addition and any layout, a copy's too.)"""
-    return [bits_sum(t) for t in (out if type(out) in (tuple, list) else [out]) if type(t) is torch.Tensor]
-
-
-INTEGER_VIEWS = {1: torch.uint8, 2: torch.int16, 4: torch.int32}
-
-
-def bits_sum(t: torch.Tensor):
-    """The sum of a tensor's elements read as integers of their size (8 and 16-byte elements as 32-bit halves or
-    quarters); without a copy for elements of up to 4 bytes, whatever the layout."""
-    t = t.detach()
-    try:
-        if t.element_size() in INTEGER_VIEWS:
-            return int(t.view(INTEGER_VIEWS[t.element_size()]).sum())
-        return int(t.contiguous().reshape(-1).view(torch.int32).sum())
-    except RuntimeError:  # a dtype that will not be viewed so (quantized, say): its bytes
-        try:
-            return int(t.contiguous().reshape(-1).view(torch.uint8).sum())
-        except Exception:  # no plain storage (sparse, say): nothing to bind it by; its check still compares values
-            return None
-
-
 def single_windows(call_ms: float) -> int:
     """How many single-call windows a sample of a call this long times (SAMPLE_TARGET_MS)."""
     return max(1, min(MAX_SINGLE_WINDOWS, round(SAMPLE_TARGET_MS / call_ms)))

@@ -38,17 +38,6 @@ def test_tamper_check_sees_time_hidden_in_most_rounds():
     assert not tamper_check(ref, [t + 0.05 for t in ref])  # 0.05 ms: within the slack
 
 
-def test_the_share_a_worker_may_leave_unexplained_is_of_its_sample_not_of_its_refresh():
-    """On the CPU a refresh (copies of the inputs) can cost several calls; 10% of the whole turn would then leave room
-    to compute much of a round's output while refreshing (review of 4d3872a: ~45% of a call on a 32 MB ReLU)."""
-    from harness.judge_timing import Requests, timer_disagrees
-
-    ref = Requests([2.0] * 20, [100.0 + 0.01 * (i % 3) for i in range(20)], "perf_counter", 1, [2.2] * 20)
-    turns = [108.0 + 0.01 * (i % 3) for i in range(20)]  # 8 ms of the round's work done in the refresh
-    assert timer_disagrees(ref, Requests([2.0] * 20, turns, "perf_counter", 1, [2.2] * 20), False, 0.0)
-    assert not timer_disagrees(ref, Requests([2.0] * 20, turns, "perf_counter", 1), False, 0.0)  # the turn's share
-
-
 def test_tamper_check_refuses_a_method_or_batch_the_timer_never_chooses():
     from harness.judge_timing import Requests, timer_disagrees
 
@@ -104,10 +93,10 @@ def test_graph_timed_and_cpu_pairs_take_resolutions_of_their_own():
 
 
 class FakeWorker:
-    """A worker as PairTiming's rounds see it: its requests logged, each taking `request_ms[op]` by the judge's clock."""
+    """A worker as PairTiming's rounds see it: its requests logged."""
 
-    def __init__(self, name, requests, request_ms=None):
-        self.name, self.requests, self.request_ms, self.last_request_ms = name, requests, request_ms or {}, 1.0
+    def __init__(self, name, requests):
+        self.name, self.requests, self.last_request_ms = name, requests, 1.0
         self.sent = []  # what the judge sent it
         self.outbox = SimpleNamespace(copies=self.copies)
         self.proc = SimpleNamespace(pid=os.getpid())
@@ -118,8 +107,7 @@ class FakeWorker:
 
     def request(self, op, timeout, **kwargs):
         self.requests.append((self.name, op))
-        self.last_request_ms = self.request_ms.get(op, 1.0)
-        return [0.5, 0.6, []] if op == "time" else {}
+        return [0.5, 0.6] if op == "time" else {}
 
 
 def fake_pair(ref, new):
@@ -141,7 +129,7 @@ def fake_pair(ref, new):
     pair.reference_side = contextlib.nullcontext
     pair.phase = lambda name: contextlib.nullcontext()
     pair.expect_ok, pair.hand_over = (lambda reply: reply), (lambda: None)
-    pair.check_timed_output = lambda index, fingerprint: None
+    pair.check_timed_output = lambda index: None
     pair.record_timing = lambda ref_ms, new_ms, tight, clocks: None
     return pair
 
@@ -158,48 +146,6 @@ def test_each_sides_window_follows_its_own_copy_of_the_rounds_inputs():
     assert all(requests[i - 1] == (requests[i][0], "refresh_timing_inputs") for i in timed)
     firsts = {requests[i][0] for i in timed[::2]}
     assert firsts == {"ref", "new"}  # the order within a round is still random
-
-
-def test_the_judges_clock_counts_a_sides_whole_turn_its_refresh_too():
-    """A worker that does the round's work while its inputs are refreshed (and only copies a kept result when timed)
-    spends the time outside its timing request: the judge's clock around the turn sees it (red team, CPU: such a
-    candidate came out correct at 5.2x)."""
-    from harness.judge_timing import Rounds
-
-    requests = []
-    pair = fake_pair(FakeWorker("ref", requests), FakeWorker("new", requests, {"refresh_timing_inputs": 6.0}))
-    rounds = Rounds(pair)
-    pair.make_round_inputs(0)
-    rounds.ref_sample(), rounds.new_sample()
-    assert rounds.ref_judged[0] == pytest.approx(2.0, abs=0.5) and rounds.new_judged[0] == pytest.approx(7.0, abs=0.5)
-
-
-def test_gpu_work_the_candidate_leaves_running_is_charged_to_its_turn():
-    """Work the candidate's worker queued and left running (its round's output computed after its refresh request, or
-    anything after its sample) is drained by the probe before the next window: before its own window, its own turn;
-    before the reference's, still the candidate's (it would otherwise pad the reference's turns)."""
-    from harness.judge_timing import Rounds
-
-    class FakeProbe:
-        def __init__(self, found):
-            self.found, self.away_ms = list(found), 0.0
-
-        def wait_until_ours(self, limit_s):
-            self.away_ms += self.found.pop(0)
-            return True
-
-    requests = []
-    pair = fake_pair(FakeWorker("ref", requests), FakeWorker("new", requests))
-    rounds = Rounds(pair)
-    rounds.probe = FakeProbe([4.0, 3.0, 0.5])  # before: the candidate's window, the reference's, the reference's
-    pair.make_round_inputs(0)
-    rounds.new_sample(), rounds.ref_sample()
-    assert rounds.new_judged == [pytest.approx(9.0)] and rounds.ref_judged == [pytest.approx(2.0)]
-    rounds.ref_sample()  # after a reference turn, what a probe finds is counted where it was found
-    assert rounds.ref_judged[-1] == pytest.approx(2.5) and rounds.new_judged == [pytest.approx(9.0)]
-    rounds.probe.found = [0.0, 2.0]
-    rounds.new_sample(), rounds.before_round(1), rounds.ref_sample()  # a round's last turn: the probe after it saw it
-    assert rounds.ref_judged[-1] == pytest.approx(4.0) and rounds.new_judged[-1] == pytest.approx(2.0)
 
 
 def test_on_the_cpu_the_judge_checks_timed_outputs_against_inputs_of_its_own():
@@ -226,31 +172,14 @@ def checked_pair(reply: dict, flags=()):
     return pair
 
 
-def test_a_timed_output_must_be_the_one_its_time_reply_fingerprinted():
-    """A worker that, asked for its last timed output, computes the right one then (its timed calls did no work) sends
-    other bytes than its `time` reply fingerprinted (red team, CPU: correct at 5.1x before)."""
-    from harness.judge_timing import timing
-
-    right = torch.tensor([0.0, 2.0])
-    pair = checked_pair({"kind": "tensor", "items": [right], "aliases_input": False})
-    pair.compare_timed_output(3, timing.fingerprint(right))  # the same bytes: checked as before
-    with pytest.raises(Verdict) as raised:
-        pair.compare_timed_output(3, timing.fingerprint(torch.zeros(2)))
-    assert raised.value.status.value == "incorrect" and "wrong_timed_output" in raised.value.flags
-    assert "timing round 4: the output sent for the check is not what the timed call returned" in raised.value.error
-
-
 def test_a_timed_call_that_returns_its_input_where_no_trial_did_is_wrong():
     """Written over its own (private, refreshed) timing inputs, a timed output is right and costs no allocation; no
     trial call did that, so the timed calls were not the calls that were checked (red team, CPU: 1.11x before)."""
-    from harness.judge_timing import timing
-
-    right = torch.tensor([0.0, 2.0])
-    reply = {"kind": "tensor", "items": [right], "aliases_input": True}
+    reply = {"kind": "tensor", "items": [torch.tensor([0.0, 2.0])], "aliases_input": True}
     with pytest.raises(Verdict) as raised:
-        checked_pair(reply).compare_timed_output(0, timing.fingerprint(right))
+        checked_pair(reply).compare_timed_output(0)
     assert "returned its input's own storage" in raised.value.error and "wrong_timed_output" in raised.value.flags
-    checked_pair(reply, ["output_aliases_input"]).compare_timed_output(0, timing.fingerprint(right))  # as in trials
+    checked_pair(reply, ["output_aliases_input"]).compare_timed_output(0)  # as in trials
 
 
 def test_a_pair_bound_by_the_host_takes_the_host_bound_resolution():
@@ -275,9 +204,7 @@ def test_the_cpu_aims_at_a_ci_of_its_own():
 
 
 def test_worker_timing_samples_must_be_plausible():
-    assert plausible_sample([1.5, 1.6, [7, -3]]) == (1.5, 1.6, [7, -3])
-    for bad in ([0.0, 1.0, []], [1.0, -1.0, []], [float("nan"), 1.0, []], [float("inf"), 1.0, []], ["fast", 1.0, []],
-                [1.0], [1.5, 1.6], [1.5, 1.6, None], [1.5, 1.6, [0.5]], [1.5, 1.6, "same"], None):
+    assert plausible_sample([1.5, 1.6]) == (1.5, 1.6)
+    for bad in ([0.0, 1.0], [1.0, -1.0], [float("nan"), 1.0], [float("inf"), 1.0], ["fast", 1.0], [1.0], None):
         with pytest.raises(Verdict):
             plausible_sample(bad)
-    assert plausible_sample([1.5, 1.6, [None, 3]])[2] == [None, 3]

@@ -73,8 +73,6 @@ EXPECTED = {
     # timing attacks
     "patches_the_timer": ("correct", None, ["timer_tampering", "no_custom_kernel"]),
     "forges_a_stopped_clock": ("correct", None, ["timer_tampering", "no_custom_kernel", "noisy_timing"]),
-    "precomputes_in_refresh": ("correct", None, ["timer_tampering", "no_custom_kernel"]),
-    "puts_right_when_checked": ("incorrect", "not what the timed call returned", ["wrong_timed_output"]),
     # semantic attacks
     "mutates_input": ("incorrect", "changed its inputs", ["input_mutated"]),
     "writes_over_its_input_when_timed": ("incorrect", "returned its input's own storage", ["wrong_timed_output"]),
