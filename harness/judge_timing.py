@@ -207,7 +207,7 @@ class PairTiming:
         del self.result.ref_wall_ms[walls[0]:], self.result.new_wall_ms[walls[1]:]
         return self.time_disagrees(ref_ms, rounds.ref_judged[first:], new_ms, rounds.new_judged[first:], judge_timer)
 
-    def time_disagrees(self, ref_ms, ref_judged, new_ms, new_judged, judge_timer) -> bool:
+    def time_disagrees(self, ref_ms, ref_judged, new_ms, new_judged, judge_timer: timing.Timer) -> bool:
         """timer_disagrees on these rounds, with the judge's own cache-flush time."""
         cold = self.cfg.cold_cache
         with timing.threads(self.judge.worker_threads):  # a flush as the workers' threads make it
