@@ -19,7 +19,7 @@ class Outbox:
 
     def __init__(self, device: torch.device):
         self.device = device
-        self.pool = torch.cuda.MemPool() if device.type == "cuda" else None
+        self.pool = new_pool(device) if device.type == "cuda" else None
 
     def copy(self, x):
         """A tensor's copy for the peer to map (anything else as it is)."""
@@ -43,11 +43,19 @@ class Outbox:
         pool keeps its free blocks for itself (torch.cuda.empty_cache frees a pool's segments only once the pool
         is gone), which held tens of GB on the H100. The next copy starts a new pool."""
         if self.pool is not None:
-            self.pool = torch.cuda.MemPool()
+            self.pool = new_pool(self.device)
 
     def state_copy(self, state: dict) -> dict:
         """A model's state_dict, copied for the peer to load (ours stays private)."""
         return {name: self.copy(tensor) for name, tensor in state.items()}
+
+
+def new_pool(device: torch.device):
+    """A memory pool on `device`. A MemPool belongs to the device current when it is made: one made on another
+    device is dropped after its first use on ours, and the next use fails an assertion in PyTorch's allocator
+    (seen on the second GPU of an H200 machine: every pair on cuda:1 a harness_error)."""
+    with torch.cuda.device(device):
+        return torch.cuda.MemPool()
 
 
 def copy(x):

@@ -484,6 +484,8 @@ def judge_pair(message: judge_protocol.Job, workers: tuple, helpers: frozenset, 
     if not is_gpu(job["device"]):
         torch.set_num_threads(1)  # no thread of ours spins beside a timed call (judge_processes.GPU_ENV)
     try:
+        if is_gpu(job["device"]):  # what PyTorch makes on "the current device" (memory pools) is the pair's
+            torch.cuda.set_device(torch_device(job["device"]))
         judge = PairJudge(job, workers, helpers, report)
         judge.worker_threads, judge.gated = worker_threads, message.gated
         judge.result.phases_s = {"judge_start": round(waited_s, 3), **start_up.phases(sent_at)}
