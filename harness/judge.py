@@ -399,6 +399,15 @@ class PairJudge:
         self.result.peak_mem_mb = {"judge": round(peak_mb, 1),
                                    "worker": reported_peak(infos.get("candidate")),
                                    "reference_worker": reported_peak(infos.get("reference"))}
+        if self.device.type == "cuda":
+            self.result.worker_ooms = {"worker": reported_count(infos.get("candidate"), "ooms"),
+                                       "reference_worker": reported_count(infos.get("reference"), "ooms")}
+
+
+def reported_count(info, key: str):
+    """A worker's word on a count, checked; None when it gave none."""
+    value = info.get(key) if isinstance(info, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def reported_peak(info):

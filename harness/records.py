@@ -119,6 +119,10 @@ class Result:
     peak_mem_mb: Optional[dict] = column("peak memory (MB) of the judge, the candidate's worker and the "
                                          "reference_worker: on a GPU each caching allocator's peak, on the CPU the "
                                          "resident set", None)
+    worker_ooms: Optional[dict] = column("allocations that found no GPU memory in the candidate's worker and the "
+                                         "reference_worker, those a library caught and fell back from included (a "
+                                         "convolution then runs a cuDNN algorithm with a smaller workspace); GPU only",
+                                         None)
     precision: Optional[str] = column("fp32, fp16 or bf16: the dtype of float inputs and weights (--precision)", None)
     backend: Optional[str] = column("what the candidate computes with: triton, cuda, cpp or torch (its source, and the "
                                     "runtime trace)", None)

@@ -14,7 +14,7 @@ import math
 import statistics
 import time
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
 import torch
 
@@ -352,6 +352,12 @@ def peak_memory_mb(device: torch.device) -> float:
     import resource
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def out_of_memory_count(device: torch.device) -> Optional[int]:
+    """Allocations in this process that found no GPU memory, those a library caught included: cuDNN, for one, tries
+    its algorithms in turn and takes the first whose workspace it can allocate (None on the CPU)."""
+    return torch.cuda.memory_stats(device).get("num_ooms", 0) if device.type == "cuda" else None
 
 
 def now_ns() -> int:

@@ -282,8 +282,9 @@ class Worker:
             return channel.failed("runtime_error", "forward raised " + describe(exc))
 
     def op_exit(self):
-        """Peak memory of this process, then the loop ends."""
-        return channel.ok({"peak_mem_mb": timing.peak_memory_mb(self.device)})
+        """Peak memory of this process and its allocations that found no GPU memory, then the loop ends."""
+        return channel.ok({"peak_mem_mb": timing.peak_memory_mb(self.device),
+                           "ooms": timing.out_of_memory_count(self.device)})
 
 
 def copy_matching(model: torch.nn.Module, reference: dict) -> tuple[int, int]:

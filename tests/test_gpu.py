@@ -250,3 +250,19 @@ def test_pairs_on_a_second_gpu(tmp_path):
     results = run(args, tmp_path)
     assert results["correct_torch"]["status"] == "correct" and results["correct_torch"]["device"] == "cuda:1"
     assert results["mutates_input"]["status"] == "incorrect"
+
+
+def test_an_out_of_memory_a_candidate_caught_is_counted(tmp_path):
+    """worker_ooms: an allocation that found no memory and was caught (as cuDNN does, falling back to an algorithm
+    with a smaller workspace) is counted in its worker, and only there."""
+    candidate = tmp_path / "catches_an_oom.py"
+    candidate.write_text((RELU / "correct_torch.py").read_text().replace(
+        "class ModelNew(nn.Module):\n", "class ModelNew(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        try:\n"
+        "            torch.empty(2**60, dtype=torch.uint8, device='cuda')\n"
+        "        except torch.cuda.OutOfMemoryError:\n            pass\n\n"))
+    results = run(["--problem", str(FIXTURES / "problems" / "fx_relu.py"), "--config", str(FAST_CONFIG),
+                   "--solution", str(candidate)], tmp_path / "out")
+    assert results["catches_an_oom"]["status"] == "correct"
+    ooms = results["catches_an_oom"]["worker_ooms"]
+    assert ooms["worker"] >= 1 and ooms["reference_worker"] == 0, ooms

@@ -106,3 +106,11 @@ def test_a_problem_is_sized_on_the_meta_device_in_the_runs_precision():
     assert out.device.type == "meta" and nbytes(inputs) == nbytes(out) == (1 << 20) * 256 * 4
     inputs, out = call_on_meta(module, dtype=torch.float16)
     assert nbytes(inputs) == nbytes(out) == (1 << 20) * 256 * 2
+
+
+def test_a_workers_count_is_taken_only_when_it_is_a_count():
+    from harness import judge
+
+    assert judge.reported_count({"ooms": 2}, "ooms") == 2
+    for forged in ({"ooms": -1}, {"ooms": True}, {"ooms": 1.5}, {"ooms": "3"}, {}, None, [1]):
+        assert judge.reported_count(forged, "ooms") is None
