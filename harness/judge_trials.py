@@ -101,6 +101,10 @@ class Trials:
             del truth
             if trial == 0:
                 self.first_trial_guards(shared, inputs, reply, ref_out, seed)
+            elif reply.get("aliases_input") and flag("output_aliases_input") not in self.result.flags:
+                # The worker's word, read on every trial: a candidate that returns an input on some inputs only (an
+                # identity where it holds) is no cheat when its timed output is an input's (compare_timed_output).
+                self.result.flags.append(flag("output_aliases_input"))
         del inputs, shared, reply, ref_out
         with self.phase("correctness.release"):
             self.judge.release_trial()

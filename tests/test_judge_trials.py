@@ -20,3 +20,33 @@ def test_a_run_to_run_spread_at_the_rounding_level_is_no_finding(judged_pairs):
     spread (0), but a thousandth of the tolerance."""
     rounding = judged_pairs[("fx_relu", "jitters_at_rounding")]
     assert rounding["status"] == "correct" and "nondeterministic" not in rounding["flags"], rounding["flags"]
+
+
+def test_an_output_that_is_an_input_in_a_later_trial_only_is_flagged():
+    """The worker's aliases_input is read on every trial, not the first alone: a timed output that is an input's
+    storage is then no news (judge_timing.compare_timed_output rejects it only where no trial's output was one)."""
+    import contextlib
+    from types import SimpleNamespace
+
+    import torch
+
+    from harness import judge_trials
+    from harness.records import Result
+    from harness.verdict import Status
+
+    replies = iter([{"aliases_input": False}, {"aliases_input": True}, {"aliases_input": False}])
+    judge = SimpleNamespace(cfg=SimpleNamespace(trials=2, total_trials=3), result=Result(problem="p", solution="s", status=Status.CORRECT),
+                            phase=lambda name: contextlib.nullcontext(), call_seed=lambda trial: trial,
+                            measure_sizes=lambda inputs, out: None, release_trial=lambda: None,
+                            sandbox=SimpleNamespace(outbox=SimpleNamespace(copies=lambda xs: [x.clone() for x in xs])),
+                            run_candidate=lambda shared, ref_out, seed: next(replies))
+    trials = judge_trials.Trials(judge)
+    trials.problem_checked = True
+    trials.reference_trial = lambda trial, wide, seed: ([torch.ones(2)], torch.ones(2), None)
+    trials.check_outputs = lambda *args, **kwargs: None
+    trials.first_trial_guards = lambda *args: None  # trial 1's own checks: its reply said no alias
+    trials.one_trial(0, 3)
+    assert "output_aliases_input" not in judge.result.flags
+    trials.one_trial(1, 3)
+    trials.one_trial(2, 3)
+    assert judge.result.flags.count("output_aliases_input") == 1
