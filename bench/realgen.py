@@ -7,7 +7,8 @@ KernelBench's evaluator is its own src/kernelbench/{eval,timing}.py, copied from
 is committed. On a GPU machine, in this order (each step resumes where it stopped, so it can span several calls):
 
   python3 bench/realgen.py prepare --kb-mirror MIRROR/ScalingIntelligence+KernelBench/repo   (here: copies eval.py)
-  python3 bench/realgen.py harness --out DIR [--limit N]       run.py --manifest ... --out DIR/harness --resume
+  python3 bench/realgen.py harness --out DIR [--limit N] [--again IDS|all] [--devices LIST]
+                                                               run.py --manifest ... --out DIR/harness --resume
   python3 bench/realgen.py kernelbench --out DIR [--limit N]   each pair in a process of its own -> DIR/kernelbench.jsonl
   python3 bench/realgen.py table --out DIR                     DIR/table.md and DIR/table.csv
 
@@ -66,7 +67,8 @@ def prepare(args) -> None:
 
 
 def run_harness(args) -> int:
-    """The harness on the corpus (its first --limit pairs), as a user runs it: run.py --manifest, no --device."""
+    """The harness on the corpus (its first --limit pairs), as a user runs it: run.py --manifest, no --device (with
+    --devices, run.py's: several GPUs of one model)."""
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     manifest = out / "harness_manifest.csv"
@@ -76,17 +78,19 @@ def run_harness(args) -> int:
         for row in ordered(corpus_rows(args.corpus), args.limit):
             writer.writerow([str(args.corpus / row["problem"]), str(args.corpus / row["candidate"])])
     forget_records(out / "harness" / "results.jsonl", set(args.again.split(",")) if args.again else set())
-    command = [sys.executable, "run.py", "--manifest", str(manifest), "--out", str(out / "harness"), "--resume"]
+    command = [sys.executable, "run.py", "--manifest", str(manifest), "--out", str(out / "harness"), "--resume",
+               *(["--devices", args.devices] if args.devices else [])]
     return subprocess.run(command, cwd=ROOT).returncode
 
 
 def forget_records(results: Path, again: set) -> None:
     """Drop records before resuming, so that --resume judges their pairs again: harness_error ones (a pair that a
     call's time limit cut off is one: the judge died; --resume would keep it for good) and those of the pairs in
-    `again` (--again: judged again after a harness fix; KernelBench's records stand)."""
+    `again` (--again: judged again after a harness fix, "all" for every pair; KernelBench's records stand)."""
     if results.exists():
         records = [(line, json.loads(line)) for line in results.read_text().splitlines() if line.strip()]
-        kept = [line for line, r in records if r.get("status") != "harness_error" and r["solution"] not in again]
+        kept = [line for line, r in records
+                if r.get("status") != "harness_error" and r["solution"] not in again and "all" not in again]
         results.write_text("".join(line + "\n" for line in kept))
 
 
@@ -355,7 +359,8 @@ def main(argv=None) -> None:
         step.add_argument("--out", required=True)
         step.add_argument("--corpus", type=Path, default=CORPUS)
         step.add_argument("--limit", type=int, default=None, help="the first N pairs of the fixed shuffle")
-    sub.choices["harness"].add_argument("--again", default="", help="ids (comma-separated) to judge again")
+    sub.choices["harness"].add_argument("--again", default="", help="ids (comma-separated) to judge again, or all")
+    sub.choices["harness"].add_argument("--devices", help="run.py's --devices (0,1 or all)")
     step = sub.add_parser("kb-one")
     for name in ("--problem", "--candidate", "--backend"):
         step.add_argument(name, required=True)

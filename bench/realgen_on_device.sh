@@ -1,6 +1,8 @@
 #!/bin/bash
 # One lent-GPU call's worth of the real-generations corpus (bench/realgen.py), resuming from results/realgen/:
-#   [AGAIN=ID,...] bench/realgen_on_device.sh HARNESS_S KERNELBENCH_S   (AGAIN: pairs the harness judges again)
+#   [AGAIN=ID,...|all] [DEVICES=all] bench/realgen_on_device.sh HARNESS_S KERNELBENCH_S
+# (AGAIN: pairs the harness judges again, all for every pair: name it in the first call only, since each call drops
+# the records it names; DEVICES: run.py's --devices for the harness's pairs)
 # Carry .corpus, .whl and results/realgen. The harness judges new pairs for HARNESS_S seconds (run.py --manifest, as a
 # user runs it), then KernelBench's evaluator takes the pairs the harness judged, for KERNELBENCH_S seconds, with the
 # harness's builds of this call first. Everything comes back in $OUT/realgen.tgz, the logs in $OUT/*.log.
@@ -21,6 +23,7 @@ fi
 # harness for its whole window and the next give KernelBench the pairs it built, with its builds still there.
 if [ "$harness_s" -gt 0 ]; then
     timeout -s INT "$harness_s" python3 bench/realgen.py harness --out results/realgen ${AGAIN:+--again "$AGAIN"} \
+        ${DEVICES:+--devices "$DEVICES"} \
         > "$OUT/harness.log" 2>&1
     sleep 5; pkill -f "harness\.(judge|worker|judge_factory)"
 fi
