@@ -2,6 +2,7 @@
 # `pytest -m gpu` in full on one lent GPU, in two calls of under 10 minutes each (the whole takes ~15 minutes):
 #   bash bench/pytest_gpu_on_device.sh NAME a    # the adversarial and isolation sets, footprint, probe, worker
 #   bash bench/pytest_gpu_on_device.sh NAME b    # the README's command as typed, then test_gpu and the seeds' solutions
+#   bash bench/pytest_gpu_on_device.sh NAME two  # the tests that need two GPUs (skipped by a and b on one), ~1 minute
 # Each part's log, junit XML and durations come back in $OUT (NAME-a.log, NAME-a.xml ...).
 name=${1:?NAME}; part=${2:?PART a or b}
 export PYTHONUNBUFFERED=1
@@ -15,7 +16,9 @@ case $part in
        run=$(ls -dt results/*/ | head -1)
        [ -f "$run/results.jsonl" ] && cp "$run/results.jsonl" "$OUT/$name-readme-results.jsonl"
        files="tests/test_gpu.py tests/test_gpu_solutions.py" ;;
-    *) echo "PART is a or b"; exit 2 ;;
+    two) [ "$(python3 -c "import torch; print(torch.cuda.device_count())")" -ge 2 ] || { echo "part two needs two visible GPUs"; exit 2; }
+         files="tests/test_gpu.py -k second_gpu" ;;
+    *) echo "PART is a, b or two"; exit 2 ;;
 esac
 { timeout "${PYTEST_S:-540}" python3 -m pytest -v -m gpu -p no:cacheprovider --durations=0 \
       --junitxml="$OUT/$name-$part.xml" $files; echo "exit status $?"; } > "$OUT/$name-$part.log" 2>&1
