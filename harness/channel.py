@@ -38,6 +38,7 @@ _ALLOWED = {
 
 
 MAX_REPLY_BYTES = 64 << 20  # replies carry tensors as handles: a few KB; more is a worker gone wrong
+MAX_INT_BITS = 63  # a count, a batch, a size: a wider integer is forged (Python cannot even print one of 10**4300)
 
 
 class OversizedReply(OSError):
@@ -128,9 +129,24 @@ def failed(status: str, message: str) -> tuple:
 
 def parse_reply(reply) -> Reply:
     """Ok or Failed from a reply's wire form. The worker is untrusted: an error may only claim a status a
-    worker can report (never `correct`), and anything else is malformed."""
+    worker can report (never `correct`), with a message; no integer in it may be wider than MAX_INT_BITS (one that
+    reached the judge's record would stop it writing the record); anything else is malformed."""
+    if not narrow_ints(reply):
+        raise MalformedReply(f"malformed reply from the worker: an integer wider than {MAX_INT_BITS} bits")
     if isinstance(reply, tuple) and len(reply) == 2 and reply[0] == "ok":
         return Ok(reply[1])
-    if isinstance(reply, tuple) and len(reply) == 3 and reply[0] == "error" and reply[1] in WORKER_STATUSES:
-        return Failed(Status(reply[1]), str(reply[2]))
+    if (isinstance(reply, tuple) and len(reply) == 3 and reply[0] == "error" and reply[1] in WORKER_STATUSES
+            and isinstance(reply[2], str)):
+        return Failed(Status(reply[1]), reply[2])
     raise MalformedReply(f"malformed reply from the worker: {str(reply)[:200]}")
+
+
+def narrow_ints(value) -> bool:
+    """No integer in a reply's lists, tuples and dicts wider than MAX_INT_BITS (tensors are not looked into)."""
+    if isinstance(value, int):
+        return value.bit_length() <= MAX_INT_BITS
+    if isinstance(value, (list, tuple)):
+        return all(narrow_ints(v) for v in value)
+    if isinstance(value, dict):
+        return all(narrow_ints(k) and narrow_ints(v) for k, v in value.items())
+    return True

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import math
 import os
 import re
 import sys
@@ -413,9 +414,10 @@ def reported_count(info, key: str):
 def reported_peak(info):
     """A worker's word on its peak memory (MB), checked; None when it gave none."""
     try:
-        return round(float(info["peak_mem_mb"]), 1)
-    except (TypeError, KeyError, ValueError):
+        peak = float(info["peak_mem_mb"])
+    except (TypeError, KeyError, ValueError, OverflowError):
         return None
+    return round(peak, 1) if math.isfinite(peak) else None
 
 
 def gpu_name(device: torch.device):

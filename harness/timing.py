@@ -356,8 +356,9 @@ def peak_memory_mb(device: torch.device) -> float:
 
 def out_of_memory_count(device: torch.device) -> Optional[int]:
     """Allocations in this process that found no GPU memory, those a library caught included: cuDNN, for one, tries
-    its algorithms in turn and takes the first whose workspace it can allocate (None on the CPU)."""
-    return torch.cuda.memory_stats(device).get("num_ooms", 0) if device.type == "cuda" else None
+    its algorithms in turn and takes the first whose workspace it can allocate (None on the CPU, or where the allocator
+    keeps no statistics)."""
+    return torch.cuda.memory_stats(device).get("num_ooms") if device.type == "cuda" else None
 
 
 def now_ns() -> int:

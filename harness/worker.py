@@ -111,6 +111,7 @@ class Worker:
         self.held = []  # outputs the judge may still be reading
         self.timing_inputs = self.moving_inputs = None
         self.outputs = EarlierOutputs()
+        self.own_ooms = 0  # out-of-memory errors of the harness's own in this process (poisoning), not the candidate's
 
     def settle(self) -> None:
         """Wait for this process's GPU work, the driver's part of closing mappings included, before replying."""
@@ -161,7 +162,7 @@ class Worker:
         """One forward call on fresh inputs, with freed memory poisoned first and the RNG seeded as the reference's
         call was (harness.semantics.call)."""
         self.held = []
-        poison_free_memory(self.device, poison_sizes)
+        self.own_ooms += poison_free_memory(self.device, poison_sizes)
         try:
             out = semantics.call(self.model, inputs, seed)
             self.timer.sync()
@@ -283,8 +284,9 @@ class Worker:
 
     def op_exit(self):
         """Peak memory of this process and its allocations that found no GPU memory, then the loop ends."""
+        ooms = timing.out_of_memory_count(self.device)
         return channel.ok({"peak_mem_mb": timing.peak_memory_mb(self.device),
-                           "ooms": timing.out_of_memory_count(self.device)})
+                           "ooms": None if ooms is None else ooms - self.own_ooms})
 
 
 def copy_matching(model: torch.nn.Module, reference: dict) -> tuple[int, int]:
@@ -317,12 +319,14 @@ class EarlierOutputs:
         self.storages = [(x.untyped_storage().data_ptr(), StorageWeakRef(x.untyped_storage())) for x in timing.output_tensors(out)]
 
 
-def poison_free_memory(device: torch.device, sizes: list) -> None:
-    """Fill the free blocks the allocator would hand out for outputs of these sizes with NaN bytes.
+def poison_free_memory(device: torch.device, sizes: list) -> int:
+    """Fill the free blocks the allocator would hand out for outputs of these sizes with NaN bytes; returns the
+    out-of-memory errors that this caused (ours, not the candidate's: worker_ooms leaves them out).
 
     On a GPU only cached free memory is taken (the caching allocator is where stale results live), so
     poisoning never grows this process's share of the device.
     """
+    ooms_before = timing.out_of_memory_count(device)
     for nbytes in sizes:
         blocks = []
         try:
@@ -335,6 +339,8 @@ def poison_free_memory(device: torch.device, sizes: list) -> None:
         del blocks
     if device.type == "cuda":
         torch.cuda.synchronize(device)
+    ooms_after = timing.out_of_memory_count(device)
+    return ooms_after - ooms_before if None not in (ooms_before, ooms_after) else 0
 
 
 def lock_build_dir():

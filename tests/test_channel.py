@@ -66,6 +66,7 @@ def test_an_oversized_reply_is_refused(monkeypatch):
 
 def test_replies_are_read_into_ok_or_failed():
     assert channel.parse_reply(channel.ok({"build_s": 1.5})) == channel.Ok({"build_s": 1.5})
+    assert channel.parse_reply(channel.ok({"batch": 2**63 - 1, "ooms": -3})) == channel.Ok({"batch": 2**63 - 1, "ooms": -3})
     assert channel.parse_reply(channel.failed("runtime_error", "boom")) == channel.Failed("runtime_error", "boom")
 
 
@@ -73,6 +74,8 @@ def test_replies_are_read_into_ok_or_failed():
     ("error", "correct", "trust me"),  # a status no worker may claim
     ("error", "harness_error", "blame the harness"),
     ("ok",), ("ok", 1, 2), ["ok", {}], "ok", None, ("fine", {}),
+    ("error", "runtime_error", 10**5000),  # a message Python cannot print
+    ("ok", {"method": "cuda_graph", "batch": 10**5000}), ("ok", [1.0, {"ooms": [2**64]}]), ("ok", {2**70: 1}),
 ])
 def test_a_reply_outside_the_protocol_is_malformed(forged):
     with pytest.raises(channel.MalformedReply, match="malformed reply"):

@@ -108,9 +108,12 @@ def test_a_problem_is_sized_on_the_meta_device_in_the_runs_precision():
     assert nbytes(inputs) == nbytes(out) == (1 << 20) * 256 * 2
 
 
-def test_a_workers_count_is_taken_only_when_it_is_a_count():
+def test_a_workers_count_and_peak_are_taken_only_when_plausible():
     from harness import judge
 
     assert judge.reported_count({"ooms": 2}, "ooms") == 2
     for forged in ({"ooms": -1}, {"ooms": True}, {"ooms": 1.5}, {"ooms": "3"}, {}, None, [1]):
         assert judge.reported_count(forged, "ooms") is None
+    assert judge.reported_peak({"peak_mem_mb": 12.34}) == 12.3
+    for forged in ({"peak_mem_mb": "inf"}, {"peak_mem_mb": float("nan")}, {"peak_mem_mb": 10**400}, {}):
+        assert judge.reported_peak(forged) is None

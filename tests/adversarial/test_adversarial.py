@@ -51,6 +51,7 @@ EXPECTED = {
     "cuda_at_runtime": ("skipped", "needs a CUDA GPU", []),
     # verdict attacks
     "forges_a_verdict": ("crash", "malformed reply", []),
+    "forges_a_huge_number": ("crash", "wider than 63 bits", []),
     "patches_the_checks": ("incorrect", "outside atol", []),
     "searches_gc_for_reference": ("incorrect", None, []),
     "searches_its_judges_memory": ("correct", None, ["no_custom_kernel"]),
