@@ -86,12 +86,22 @@ def run_harness(args) -> int:
 def forget_records(results: Path, again: set) -> None:
     """Drop records before resuming, so that --resume judges their pairs again: harness_error ones (a pair that a
     call's time limit cut off is one: the judge died; --resume would keep it for good) and those of the pairs in
-    `again` (--again: judged again after a harness fix, "all" for every pair; KernelBench's records stand)."""
+    `again` (--again: judged again after a harness fix; "all": every pair judged by another harness than this one, so
+    that a call repeated with it goes on where the last stopped; KernelBench's records stand)."""
     if results.exists():
         records = [(line, json.loads(line)) for line in results.read_text().splitlines() if line.strip()]
+        current = harness_version() if "all" in again else None
         kept = [line for line, r in records
-                if r.get("status") != "harness_error" and r["solution"] not in again and "all" not in again]
+                if r.get("status") != "harness_error" and r["solution"] not in again
+                and (current is None or r.get("harness") == current)]
         results.write_text("".join(line + "\n" for line in kept))
+
+
+def harness_version() -> str:
+    """The harness's version as its records name it (harness.environment.harness_version)."""
+    from harness.environment import harness_version as version
+
+    return version()
 
 
 def run_kernelbench(args) -> None:

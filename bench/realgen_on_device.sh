@@ -1,8 +1,9 @@
 #!/bin/bash
 # One lent-GPU call's worth of the real-generations corpus (bench/realgen.py), resuming from results/realgen/:
 #   [AGAIN=ID,...|all] [DEVICES=all] bench/realgen_on_device.sh HARNESS_S KERNELBENCH_S
-# (AGAIN: pairs the harness judges again, all for every pair: name it in the first call only, since each call drops
-# the records it names; DEVICES: run.py's --devices for the harness's pairs)
+# (AGAIN: pairs the harness judges again; all: every pair whose record another harness made, so that calls repeated
+# with it go on; DEVICES: run.py's --devices for the harness's pairs). Not beside another harness run on the machine:
+# the call ends by killing every judge and worker left (a judge the time limit cut off leaves its workers).
 # Carry .corpus, .whl and results/realgen. The harness judges new pairs for HARNESS_S seconds (run.py --manifest, as a
 # user runs it), then KernelBench's evaluator takes the pairs the harness judged, for KERNELBENCH_S seconds, with the
 # harness's builds of this call first. Everything comes back in $OUT/realgen.tgz, the logs in $OUT/*.log.
