@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from typing import Optional
 
 THROTTLE_DROP = 0.9  # SM clock falling below 90% of its highest reading during a pair is throttling
@@ -18,7 +19,7 @@ class ClockMonitor:
 
             pynvml.nvmlInit()
             self.nvml = pynvml
-            self.handle = pynvml.nvmlDeviceGetHandleByIndex(nvml_index(device_index))
+            self.handle = nvml_handle(pynvml, device_index)
         except Exception:  # no driver, no package, no permission: clocks are simply unknown
             self.handle = None
 
@@ -45,8 +46,46 @@ class ClockMonitor:
         return bool(self.sm) and min(self.sm) < THROTTLE_DROP * max(self.sm)
 
 
+def nvml_handle(pynvml, torch_index: int):
+    """NVML's handle of torch's GPU `torch_index` (NVML counts every GPU, in PCI order; torch those that
+    CUDA_VISIBLE_DEVICES lets through, by index or by UUID, in CUDA_DEVICE_ORDER): found by its UUID where this process
+    has CUDA started, else by nvml_index."""
+    uuid = torch_uuid(torch_index)
+    if uuid is not None:
+        try:
+            return pynvml.nvmlDeviceGetHandleByUUID(uuid)
+        except Exception:  # a MIG device, an older nvidia-ml-py: by index, as before
+            pass
+    return pynvml.nvmlDeviceGetHandleByIndex(nvml_index(torch_index))
+
+
+def physical_index(torch_index: int) -> int:
+    """NVML's index of torch's GPU `torch_index` (one CPU per physical GPU: procs.cpu_for_gpu)."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        return pynvml.nvmlDeviceGetIndex(nvml_handle(pynvml, torch_index))
+    except Exception:
+        return nvml_index(torch_index)
+
+
+def torch_uuid(torch_index: int) -> Optional[str]:
+    """The UUID of torch's GPU `torch_index` as NVML writes it (GPU-...), where torch has started CUDA in this process
+    (asking would start it, which a judge started ahead must not); else None."""
+    torch = sys.modules.get("torch")
+    try:
+        if torch is None or not torch.cuda.is_initialized():
+            return None
+        uuid = str(torch.cuda.get_device_properties(torch_index).uuid)
+    except Exception:
+        return None
+    return uuid if uuid.startswith(("GPU-", "MIG-")) else f"GPU-{uuid}"
+
+
 def nvml_index(torch_index: int) -> int:
-    """NVML counts every GPU; torch counts those CUDA_VISIBLE_DEVICES lets through."""
+    """NVML counts every GPU; torch counts those CUDA_VISIBLE_DEVICES lets through (by index: UUIDs cannot be told
+    here, so torch's index is taken)."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
     ids = [v.strip() for v in visible.split(",") if v.strip()]
     if ids and all(v.isdigit() for v in ids) and torch_index < len(ids):
@@ -73,7 +112,7 @@ def gpu_memory_of_groups(device_index: int, groups: list) -> Optional[list]:
         import pynvml
 
         pynvml.nvmlInit()
-        handle = pynvml.nvmlDeviceGetHandleByIndex(nvml_index(device_index))
+        handle = nvml_handle(pynvml, device_index)
         processes = pynvml.nvmlDeviceGetComputeRunningProcesses(handle)
     except Exception:
         return None

@@ -282,7 +282,7 @@ def cpu_for_gpu(index: int) -> int:
     first CPU left to the rest of the machine), so that pairs timed at once on different GPUs never share one while
     there are enough, also when each run was given its GPU by CUDA_VISIBLE_DEVICES (then both see it as cuda:0)."""
     cpus = sorted(os.sched_getaffinity(0))
-    return cpus[(clocks.nvml_index(index) + 1) % len(cpus)]
+    return cpus[(clocks.physical_index(index) + 1) % len(cpus)]
 
 
 def share_one_cpu(pids, cpu: int) -> bool:

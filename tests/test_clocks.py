@@ -38,3 +38,21 @@ def test_nvml_index_follows_cuda_visible_devices(monkeypatch):
     assert clocks.nvml_index(0) == 0
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
     assert clocks.nvml_index(2) == 2
+
+
+def test_a_gpu_is_found_in_nvml_by_its_uuid_once_cuda_is_started(monkeypatch):
+    """CUDA_VISIBLE_DEVICES may name GPUs by UUID, and CUDA_DEVICE_ORDER may differ from NVML's PCI order: the UUID
+    torch reports finds the right GPU; before CUDA starts (a judge started ahead), the index as before."""
+    from types import SimpleNamespace
+
+    import torch
+
+    asked = []
+    nvml = SimpleNamespace(nvmlDeviceGetHandleByUUID=lambda uuid: asked.append(uuid) or "by-uuid",
+                           nvmlDeviceGetHandleByIndex=lambda index: asked.append(index) or "by-index")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-aaaa,GPU-bbbb")
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
+    assert clocks.nvml_handle(nvml, 1) == "by-index" and asked == [1]
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: SimpleNamespace(uuid=["aaaa", "bbbb"][i]))
+    assert clocks.nvml_handle(nvml, 1) == "by-uuid" and asked[-1] == "GPU-bbbb"

@@ -75,6 +75,7 @@ def test_each_gpu_has_a_cpu_of_its_own_while_there_are_enough():
 def test_runs_given_different_gpus_by_cuda_visible_devices_time_on_different_cpus(monkeypatch):
     """Two runs side by side, one with CUDA_VISIBLE_DEVICES=0 and one with =1: both time on their cuda:0."""
     monkeypatch.setattr(procs.os, "sched_getaffinity", lambda pid: set(range(16)))
+    monkeypatch.setattr(procs.clocks, "torch_uuid", lambda index: None)  # CUDA not started: by the variable's index
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     first = procs.cpu_for_gpu(0)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
