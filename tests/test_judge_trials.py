@@ -39,7 +39,8 @@ def test_an_output_that_is_an_input_in_a_later_trial_only_is_flagged():
                             phase=lambda name: contextlib.nullcontext(), call_seed=lambda trial: trial,
                             measure_sizes=lambda inputs, out: None, release_trial=lambda: None,
                             sandbox=SimpleNamespace(outbox=SimpleNamespace(copies=lambda xs: [x.clone() for x in xs])),
-                            run_candidate=lambda shared, ref_out, seed: next(replies))
+                            run_candidate=lambda shared, ref_out, seed: next(replies),
+                            reference_worker_first_call=lambda inputs, seed: None)
     trials = judge_trials.Trials(judge)
     trials.problem_checked = True
     trials.reference_trial = lambda trial, wide, seed: ([torch.ones(2)], torch.ones(2), None)
@@ -50,3 +51,52 @@ def test_an_output_that_is_an_input_in_a_later_trial_only_is_flagged():
     trials.one_trial(1, 3)
     trials.one_trial(2, 3)
     assert judge.result.flags.count("output_aliases_input") == 1
+
+
+def test_the_reference_worker_first_calls_beside_what_the_candidate_had():
+    """Trial 1 calls the reference's timing worker once, on that trial's inputs, after the candidate's outputs are let
+    go and while the trial's inputs, reference output and truth are still held (the room the candidate's first call
+    had: a library such as cuDNN chooses its algorithm by it); no later trial, and no second attempt, calls it again."""
+    import contextlib
+    import gc
+    import weakref
+    from types import SimpleNamespace
+
+    import torch
+
+    from harness import judge_trials
+    from harness.records import Result
+    from harness.verdict import Status
+
+    held, calls, alive = {}, [], []
+
+    def first_call(inputs, seed):
+        gc.collect()
+        alive.append({name: ref() is not None for name, ref in held.items()})
+        calls.append((inputs[0].clone(), seed))
+
+    def reference_trial(trial, wide, seed):
+        inputs, out, truth = [torch.full((2,), float(trial))], torch.ones(2), torch.zeros(2)
+        held.update(ref_out=weakref.ref(out), truth=weakref.ref(truth))
+        return inputs, out, truth
+
+    def run_candidate(shared, ref_out, seed):
+        out = torch.ones(2)
+        held["candidate_output"] = weakref.ref(out)
+        return {"items": [out]}
+
+    judge = SimpleNamespace(cfg=SimpleNamespace(trials=2, total_trials=3),
+                            result=Result(problem="p", solution="s", status=Status.CORRECT),
+                            phase=lambda name: contextlib.nullcontext(), call_seed=lambda trial: 100 + trial,
+                            measure_sizes=lambda inputs, out: None, release_trial=lambda: None,
+                            sandbox=SimpleNamespace(outbox=SimpleNamespace(copies=lambda xs: [x.clone() for x in xs])),
+                            run_candidate=run_candidate, reference_worker_first_call=first_call)
+    trials = judge_trials.Trials(judge)
+    trials.problem_checked = True
+    trials.reference_trial = reference_trial
+    trials.check_outputs = lambda *args, **kwargs: None
+    trials.first_trial_guards = lambda *args: None
+    for trial in range(3):
+        trials.one_trial(trial, 3)
+    assert len(calls) == 1 and calls[0][1] == 100 and torch.equal(calls[0][0], torch.zeros(2))
+    assert alive == [{"ref_out": True, "truth": True, "candidate_output": False}]
