@@ -22,3 +22,21 @@ def test_a_resumed_call_forgets_harness_errors_and_the_pairs_named_again(tmp_pat
     monkeypatch.setattr(realgen, "harness_version", lambda: "now")
     realgen.forget_records(results, {"all"})  # every pair another harness judged: a repeated call keeps this one's
     assert records(results) == ["d"]
+
+
+def test_kernelbench_peaks_survive_its_cleanups_reset():
+    """KernelBench's eval resets torch's peak statistics as it cleans up: the peak read afterwards is the one before."""
+    from types import SimpleNamespace
+
+    stats = {"allocated": 0, "reserved": 0}
+
+    def reset_peak_memory_stats(device=None):
+        stats.update(allocated=0, reserved=0)
+
+    cuda = SimpleNamespace(reset_peak_memory_stats=reset_peak_memory_stats,
+                           max_memory_allocated=lambda: stats["allocated"], max_memory_reserved=lambda: stats["reserved"])
+    peaks = realgen.watch_peaks(SimpleNamespace(cuda=cuda))
+    stats.update(allocated=192 << 20, reserved=200 << 20)  # the eval's trials
+    cuda.reset_peak_memory_stats(device="cuda:0")  # its graceful_eval_cleanup
+    stats.update(allocated=1 << 20, reserved=2 << 20)
+    assert (peaks.allocated(), peaks.reserved()) == (192 << 20, 200 << 20)
