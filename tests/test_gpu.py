@@ -260,10 +260,13 @@ def test_an_out_of_memory_a_candidate_caught_is_counted(tmp_path):
     candidate.write_text((RELU / "correct_torch.py").read_text().replace(
         "class ModelNew(nn.Module):\n", "class ModelNew(nn.Module):\n"
         "    def __init__(self):\n        super().__init__()\n        try:\n"
-        "            torch.empty(2**60, dtype=torch.uint8, device='cuda')\n"
+        "            torch.empty(torch.cuda.get_device_properties(0).total_memory + 2**30, dtype=torch.uint8,\n"
+        "                        device='cuda')\n"
         "        except torch.cuda.OutOfMemoryError:\n            pass\n\n"))
     results = run(["--problem", str(FIXTURES / "problems" / "fx_relu.py"), "--config", str(FAST_CONFIG),
                    "--solution", str(candidate)], tmp_path / "out")
-    assert results["catches_an_oom"]["status"] == "correct"
+    # (An earlier version asked for 2**60 bytes: it failed on the H100 at 56d997a, how was cut from the log; a request
+    # just beyond the card is one that only a lack of memory refuses.)
+    assert results["catches_an_oom"]["status"] == "correct", results["catches_an_oom"]["error"]
     ooms = results["catches_an_oom"]["worker_ooms"]
     assert ooms["worker"] >= 1 and ooms["reference_worker"] == 0, ooms
