@@ -8,7 +8,9 @@ What each process of the harness holds at its peak, every guarantee kept:
   the stored truth and the candidate's copy of the inputs (2I + 2O). The float64 model copy: 2W, beside its own W.
 - the judge, timing: a round's inputs and one copy per worker (3I, for a moment), then the two copies and the
   reference's output for a timed-output check (2I + O).
-- the reference's worker: its private copy of the timing inputs and its output (I + O + W).
+- the reference's worker: its private copy of the timing inputs and its output (I + O + W); in correctness, its first
+  call on trial 1's inputs (judge.reference_worker_first_call) holds what the candidate's call will, while the
+  candidate's worker holds its model alone, and hands it back before that call: the candidate's room, used in turn.
 - the candidate's worker: its private copy of the timing inputs (I); everything else there is the candidate's own.
 Each process also holds its CUDA context (~0.5 GiB), and each judge started ahead three of them (judges_ahead), ~1.9
 GiB on the H100: beside a pair that crowds the GPU (crowds_the_gpu) none starts CUDA, and those that had are replaced

@@ -221,6 +221,7 @@ class PairJudge:
             self.construct(self.ref_sandbox)
         reply = self.construct(self.sandbox)
         self.result.compile_s = round(float(reply["build_s"]), 3)
+        release_cached_memory(self.device, outboxes=self.outboxes())  # the weights' copy's pool, kept else in trial 1
 
     def construct(self, sandbox: Sandbox) -> dict:
         """Build one worker's model as the judge built its own (semantics.build_model); the reply's payload. The
@@ -264,6 +265,7 @@ class PairJudge:
         """One candidate call on the shared inputs, the RNG seeded as for the reference's call; its reply,
         structure-checked."""
         sizes = [t.numel() * t.element_size() for t in check.items(ref_out)]
+        release_cached_memory(self.device)  # our cached blocks (the checks' temporaries) back: the call's room is the GPU's
         self.hand_over()
         reply = self.expect_ok(self.sandbox.request("run", self.cfg.timeout, inputs=shared, poison_sizes=sizes,
                                                     seed=seed))
@@ -279,17 +281,17 @@ class PairJudge:
         release_cached_memory(self.device, outboxes=self.outboxes())
 
     def reference_worker_first_call(self, inputs: list, seed: int) -> None:
-        """The reference's timing worker's first call: on trial 1's inputs, with what was beside the candidate's first
-        call still resident here (the trial's inputs, reference output and truth), the candidate's worker holding its
-        model alone, as the reference's held its own then. A library that chooses its algorithm on a call's first use
-        and keeps it (cuDNN's convolutions take the first whose workspace fits, and choose again only when it no longer
-        does) then chooses for both sides with the same room. Before, the reference's worker chose at its timing
-        warm-up, with more room than the candidate had in correctness: on an H200 capped to 24 GiB, KernelBench's
-        57_conv_transposed_2D against itself came out 0.191, the two sides running different cuDNN kernels."""
+        """The reference's timing worker's first call, on trial 1's inputs, just before the candidate's first call and
+        with the same beside it: here the trial's inputs, reference output and truth and that side's copy of the
+        inputs; the other worker holding its model alone (the candidate's has not run; the reference's is emptied
+        before the candidate's call). A library that chooses its algorithm on a call's first use and keeps it (cuDNN's
+        convolutions take the first whose workspace fits, and choose again only when it no longer does) then chooses
+        for both sides with the same room. Before, the reference's worker chose at its timing warm-up, with more room
+        than the candidate had in correctness: on an H200 capped to 24 GiB, KernelBench's 57_conv_transposed_2D against
+        itself came out 0.191, the two sides running different cuDNN kernels."""
         if self.reference_worker_called:
             return
         self.reference_worker_called = True
-        self.expect_ok(self.sandbox.request("release_memory", self.cfg.timeout))
         release_cached_memory(self.device, outboxes=self.outboxes())
         with self.reference_side():
             shared = self.ref_sandbox.outbox.copies(inputs)
@@ -297,6 +299,7 @@ class PairJudge:
             self.expect_ok(self.ref_sandbox.request("run", self.cfg.timeout, inputs=shared, poison_sizes=[], seed=seed))
             del shared
             self.expect_ok(self.ref_sandbox.request("release_outputs", self.cfg.timeout))
+            self.expect_ok(self.ref_sandbox.request("release_memory", self.cfg.timeout))  # its workspace too
         release_cached_memory(self.device, outboxes=self.outboxes())
 
     def outboxes(self) -> list:

@@ -87,6 +87,9 @@ class Trials:
             self.judge.measure_sizes(inputs, ref_out)
         if not self.problem_checked:
             self.check_problem(trial, total, check.items(ref_out))
+        if trial == 0:  # beside what the candidate's first call will have here: see judge.reference_worker_first_call
+            with self.phase("correctness.reference_worker"):
+                self.judge.reference_worker_first_call(inputs, seed)
         try:
             with self.phase("correctness.candidate"):
                 shared = self.judge.sandbox.outbox.copies(inputs)
@@ -98,17 +101,14 @@ class Trials:
             if check.mutated_inputs(inputs, shared):
                 raise Verdict(Status.INCORRECT, f"{label}: the candidate changed its inputs", "input_mutated")
             self.check_outputs(inputs, ref_out, reply, label, seed, truth=truth)
+            del truth
             if trial == 0:
                 self.first_trial_guards(shared, inputs, reply, ref_out, seed)
             elif reply.get("aliases_input") and flag("output_aliases_input") not in self.result.flags:
                 # The worker's word, read on every trial: a candidate that returns an input on some inputs only (an
                 # identity where it holds) is no cheat when its timed output is an input's (compare_timed_output).
                 self.result.flags.append(flag("output_aliases_input"))
-        del shared, reply
-        if trial == 0:  # with the trial's inputs, output and truth still here, as at the candidate's first call
-            with self.phase("correctness.reference_worker"):
-                self.judge.reference_worker_first_call(inputs, seed)
-        del inputs, ref_out, truth
+        del inputs, shared, reply, ref_out
         with self.phase("correctness.release"):
             self.judge.release_trial()
 
