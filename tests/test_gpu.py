@@ -260,8 +260,8 @@ def test_an_out_of_memory_a_candidate_caught_is_counted(tmp_path):
     candidate.write_text((RELU / "correct_torch.py").read_text().replace(
         "class ModelNew(nn.Module):\n", "class ModelNew(nn.Module):\n"
         "    def __init__(self):\n        super().__init__()\n        try:\n"
-        "            torch.empty(torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory + 2**30, dtype=torch.uint8,\n"
-        "                        device='cuda')\n"
+        "            card = torch.cuda.get_device_properties(torch.cuda.current_device())\n"
+        "            torch.empty(card.total_memory + 2**30, dtype=torch.uint8, device='cuda')\n"
         "        except torch.cuda.OutOfMemoryError:\n            pass\n\n"))
     results = run(["--problem", str(FIXTURES / "problems" / "fx_relu.py"), "--config", str(FAST_CONFIG),
                    "--solution", str(candidate)], tmp_path / "out")
