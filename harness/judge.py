@@ -292,6 +292,8 @@ class PairJudge:
         if self.reference_worker_called:
             return
         self.reference_worker_called = True
+        # What the candidate's __init__ left cached (a warm-up call, say) back first: the candidate's worker is yet to run.
+        self.expect_ok(self.sandbox.request("release_memory", self.cfg.timeout, workspaces=True))
         release_cached_memory(self.device, outboxes=self.outboxes())
         with self.reference_side():
             shared = self.ref_sandbox.outbox.copies(inputs)
@@ -299,7 +301,7 @@ class PairJudge:
             self.expect_ok(self.ref_sandbox.request("run", self.cfg.timeout, inputs=shared, poison_sizes=[], seed=seed))
             del shared
             self.expect_ok(self.ref_sandbox.request("release_outputs", self.cfg.timeout))
-            self.expect_ok(self.ref_sandbox.request("release_memory", self.cfg.timeout))  # its workspace too
+            self.expect_ok(self.ref_sandbox.request("release_memory", self.cfg.timeout, workspaces=True))
         release_cached_memory(self.device, outboxes=self.outboxes())
 
     def outboxes(self) -> list:

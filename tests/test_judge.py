@@ -117,3 +117,33 @@ def test_a_workers_count_and_peak_are_taken_only_when_plausible():
     assert judge.reported_peak({"peak_mem_mb": 12.34}) == 12.3
     for forged in ({"peak_mem_mb": "inf"}, {"peak_mem_mb": float("nan")}, {"peak_mem_mb": 10**400}, {}):
         assert judge.reported_peak(forged) is None
+
+
+def test_the_reference_workers_first_call_finds_the_room_the_candidates_will():
+    """judge.reference_worker_first_call: the candidate's worker emptied first (what its __init__ cached), the
+    reference's worker called on the trial's inputs and seed, then emptied of its outputs, cache and workspaces before
+    the candidate's first call; once per pair."""
+    import contextlib
+    from types import SimpleNamespace
+
+    import torch
+
+    from harness import channel
+    from harness.judge import PairJudge
+
+    requests = []
+
+    def worker(name):
+        def request(op, timeout, **args):
+            requests.append((name, op, args.get("seed"), args.get("workspaces")))
+            return channel.Ok({})
+        return SimpleNamespace(request=request, outbox=SimpleNamespace(copies=lambda xs: [x.clone() for x in xs]))
+
+    judge = SimpleNamespace(reference_worker_called=False, device=torch.device("cpu"), cfg=SimpleNamespace(timeout=5),
+                            sandbox=worker("candidate"), ref_sandbox=worker("reference"), outboxes=lambda: [],
+                            hand_over=lambda: None, expect_ok=lambda reply, sandbox=None: reply.payload,
+                            reference_side=contextlib.nullcontext)
+    PairJudge.reference_worker_first_call(judge, [torch.ones(2)], 7)
+    PairJudge.reference_worker_first_call(judge, [torch.ones(2)], 8)  # a second attempt: no second first call
+    assert requests == [("candidate", "release_memory", None, True), ("reference", "run", 7, None),
+                        ("reference", "release_outputs", None, None), ("reference", "release_memory", None, True)]
