@@ -108,11 +108,7 @@ class PairJudge:
         torch._dynamo, seconds of CPU, so only pairs that reach timing, and the run's first for each problem, pay."""
         try:
             with self.memory.measured_call():
-                out = self.reference_call(inputs, seed, count_flops, watch_rng)
-            # The call's temporaries and workspaces back to the device: cached here, they would squeeze the worker
-            # called next (a worker's library chooses its algorithm by the room it finds: see reference_worker_first_call).
-            release_cached_memory(self.device)
-            return out
+                return self.reference_call(inputs, seed, count_flops, watch_rng)
         except torch.cuda.OutOfMemoryError:
             raise  # whose memory it was is decided in run()
         except Exception as exc:
@@ -265,7 +261,9 @@ class PairJudge:
         """One candidate call on the shared inputs, the RNG seeded as for the reference's call; its reply,
         structure-checked."""
         sizes = [t.numel() * t.element_size() for t in check.items(ref_out)]
-        release_cached_memory(self.device)  # our cached blocks (the checks' temporaries) back: the call's room is the GPU's
+        # Our cached blocks (the reference call's temporaries and workspaces, the checks') back: the candidate's library
+        # chooses its algorithm by the room it finds (see reference_worker_first_call).
+        release_cached_memory(self.device)
         self.hand_over()
         reply = self.expect_ok(self.sandbox.request("run", self.cfg.timeout, inputs=shared, poison_sizes=sizes,
                                                     seed=seed))
