@@ -200,7 +200,7 @@ def kb_one(args) -> None:
     candidate = Path(args.candidate).read_text()
     sha = candidate_sha(Path(args.candidate), candidate)
     build_dir = harness_build_dir(candidate) or kb_build_dir(Path(args.candidate))
-    peaks = watch_peaks(torch)
+    peaks = PeakWatch(torch)
     result = kb_eval.eval_kernel_against_ref(
         Path(args.problem).read_text(), candidate, seed_num=42, num_correct_trials=5, num_perf_trials=100,
         measure_performance=True, timing_method="cuda_event", build_dir=build_dir, device=torch.device("cuda:0"),
@@ -217,7 +217,7 @@ def kb_one(args) -> None:
                       "peak_reserved_mb": round(peaks.reserved() / 2**20, 1)}))
 
 
-class watch_peaks:
+class PeakWatch:
     """This process's peak GPU memory through KernelBench's eval, which resets torch's peak statistics as it cleans
     up (graceful_eval_cleanup): each reset is wrapped to keep the peak it would erase. (Read after the eval alone,
     the peak was what the cleanup left: 160 MB for a 4096x4096 matmul whose three tensors take 192 MiB.)"""

@@ -35,7 +35,7 @@ def test_kernelbench_peaks_survive_its_cleanups_reset():
 
     cuda = SimpleNamespace(reset_peak_memory_stats=reset_peak_memory_stats,
                            max_memory_allocated=lambda: stats["allocated"], max_memory_reserved=lambda: stats["reserved"])
-    peaks = realgen.watch_peaks(SimpleNamespace(cuda=cuda))
+    peaks = realgen.PeakWatch(SimpleNamespace(cuda=cuda))
     stats.update(allocated=192 << 20, reserved=200 << 20)  # the eval's trials
     cuda.reset_peak_memory_stats(device="cuda:0")  # its graceful_eval_cleanup
     stats.update(allocated=1 << 20, reserved=2 << 20)
