@@ -60,8 +60,8 @@ class ProblemCheck:
         """The outputs of the next draw (the first two count)."""
         if self.first is None:
             self.findings = fake_outputs_passing(outputs, self.cfg, self.problem)
-            self.first = [check.fingerprint(x) for x in outputs]
-        elif [check.fingerprint(x) for x in outputs] == self.first and INPUT_BLIND not in self.findings:
+            self.first = [check.output_fingerprint(x) for x in outputs]
+        elif [check.output_fingerprint(x) for x in outputs] == self.first and INPUT_BLIND not in self.findings:
             self.findings.insert(0, INPUT_BLIND)
 
 

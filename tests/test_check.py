@@ -220,6 +220,29 @@ def test_fingerprints_tell_outputs_apart_by_a_sample_of_their_bits():
     assert check.fingerprint(x) != check.fingerprint(x.reshape(100, 1000))
 
 
+def test_output_fingerprints_tell_apart_outputs_that_differ_only_where_the_sample_does_not_look():
+    # KernelBench's level2 93 in one sweep of two: ~1e-5 of its output not zero, none in the sample of 65,536
+    zeros = torch.zeros(1 << 20)
+    sparse = zeros.clone()
+    sparse[1] = -0.05  # the sample takes every 16th element: not this one
+    assert check.fingerprint(sparse) == check.fingerprint(zeros)  # enough for inputs, not for the lint
+    assert check.output_fingerprint(sparse) != check.output_fingerprint(zeros)
+    assert check.output_fingerprint(sparse) == check.output_fingerprint(sparse.clone())
+    moved = zeros.clone()
+    moved[2] = -0.05  # the same value elsewhere: the position-weighted sum tells them apart
+    assert check.output_fingerprint(moved) != check.output_fingerprint(sparse)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16, torch.complex64, torch.int64, torch.bool, torch.uint8])
+def test_the_digest_covers_every_dtype_an_output_has(dtype):
+    x = (torch.arange(3000) % 7).to(dtype)
+    y = x.clone()
+    y[1001] = 3  # (True for bool) where 1001 % 7 made a 0
+    assert check.bits_digest(x) == check.bits_digest(x.clone())
+    assert check.bits_digest(x) != check.bits_digest(y)
+    assert check.bits_digest(x, chunk=64) == check.bits_digest(x)
+
+
 def test_the_stored_truth_is_float32_where_the_output_is_and_float64_where_it_is_float64():
     truth = [torch.tensor([1 / 3], dtype=torch.float64), torch.tensor([1 / 3], dtype=torch.float64),
              torch.tensor([3])]
