@@ -1,0 +1,36 @@
+#!/bin/bash
+# Which asymmetry between a pair's two workers makes an A/A pair lean (level3 27_RegNet: the candidate 1.2% slower in
+# 11 of 12 copies on an H100, only with cuDNN's TF32 convolutions; not the shared CPU, not the cache flush:
+# results/gpu-acceptance/s45/). Each variant edits this machine's copy of harness/ (never committed), judges COPIES A/A
+# copies of PROBLEM with bench/aa_coverage.py, and puts harness/ back:
+#   bash bench/lean_variants_on_device.sh PROBLEM COPIES [VARIANT ...]
+# control: as committed; nopoison: the candidate's freed memory not poisoned before its correctness calls;
+# unconfined: the candidate's worker without the seccomp filter and capability drop; refcalls: the reference's worker
+# calls in every correctness trial, not the first only; nochecks: no timed-output checks (the candidate's output read
+# by the judge on some rounds). Results in $OUT/lean-VARIANT.md and $OUT/lean.log.
+: "${OUT:?set OUT to the folder whose files come back}"
+problem=${1:?PROBLEM}; copies=${2:?COPIES}; shift 2
+export PYTHONUNBUFFERED=1
+rm -rf /tmp/harness.committed && cp -r harness /tmp/harness.committed
+for variant in "${@:-control nopoison unconfined refcalls nochecks}"; do
+    for v in $variant; do
+        python3 - "$v" <<'EOF' || exit 2
+import sys
+from pathlib import Path
+edits = {"control": [],
+         "nopoison": [("harness/judge.py", "poison_sizes=sizes,", "poison_sizes=[],")],
+         "unconfined": [("harness/judge.py", "confined=side == 0)", "confined=False)")],
+         "refcalls": [("harness/judge.py", "self.reference_worker_called = True", "pass")],
+         "nochecks": [("harness/judge_timing.py", 'with self.phase("timing.checks"):', "if False:")]}
+for path, old, new in edits[sys.argv[1]]:
+    text = Path(path).read_text()
+    assert text.count(old) == 1, f"{sys.argv[1]}: '{old}' not once in {path}"
+    Path(path).write_text(text.replace(old, new))
+EOF
+        timeout 150 python3 bench/aa_coverage.py --problem "$problem" --runs 1 --copies "$copies" --out ".lean-$v" \
+            >> "$OUT/lean.log" 2>&1
+        cp ".lean-$v/aa-coverage.md" "$OUT/lean-$v.md"
+        rm -rf harness && cp -r /tmp/harness.committed harness
+        echo "$v: $(grep 'Point estimates' "$OUT/lean-$v.md")"
+    done
+done
