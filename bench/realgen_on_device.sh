@@ -2,12 +2,21 @@
 # One lent-GPU call's worth of the real-generations corpus (bench/realgen.py), resuming from results/realgen/:
 #   [AGAIN=ID,...|all] [DEVICES=all] bench/realgen_on_device.sh HARNESS_S KERNELBENCH_S
 # (AGAIN: pairs the harness judges again; all: every pair whose record another harness made, so that calls repeated
-# with it go on; DEVICES: run.py's --devices for the harness's pairs). Not beside another harness run on the machine:
-# the call ends by killing every judge and worker left (a judge the time limit cut off leaves its workers).
+# with it go on; DEVICES: run.py's --devices for the harness's pairs). The harness step ends by killing the judges and
+# workers it left (a judge the time limit cut off leaves its workers), known by a mark in their environment: a harness
+# run beside it (a lane of bench/lanes_on_device.sh) is spared. One realgen call a machine (its state: /tmp/realgen-state).
 # Carry .corpus, .whl and results/realgen. The harness judges new pairs for HARNESS_S seconds (run.py --manifest, as a
 # user runs it), then KernelBench's evaluator takes the pairs the harness judged, for KERNELBENCH_S seconds, with the
 # harness's builds of this call first. Everything comes back in $OUT/realgen.tgz, the logs in $OUT/*.log.
 harness_s=${1:?HARNESS_S}; kernelbench_s=${2:?KERNELBENCH_S}
+# Every process this call starts carries the mark (a worker forked from its judge too: /proc/PID/environ is the
+# environment its process image started with, whatever the worker then sets).
+export REALGEN_CALL=$$-$RANDOM
+kill_marked() {
+    for pid in $(pgrep -f "harness\.(judge|worker|judge_factory)"); do
+        tr '\0' '\n' < "/proc/$pid/environ" 2>/dev/null | grep -qx "$1" && kill "$pid"
+    done
+}
 export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0}
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     && export PYTHONPATH=/tmp/site || exit 1
@@ -26,7 +35,7 @@ if [ "$harness_s" -gt 0 ]; then
     timeout -s INT "$harness_s" python3 bench/realgen.py harness --out results/realgen ${AGAIN:+--again "$AGAIN"} \
         ${DEVICES:+--devices "$DEVICES"} \
         > "$OUT/harness.log" 2>&1
-    sleep 5; pkill -f "harness\.(judge|worker|judge_factory)"
+    sleep 5; kill_marked "REALGEN_CALL=$REALGEN_CALL"
 fi
 # A pair's own limit under the window: one that builds for longer gets its record ("no result within") and the next
 # call goes on past it (each call starts on a bare machine: a limit over the window stalled every call on one pair).
