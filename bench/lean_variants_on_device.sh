@@ -7,12 +7,13 @@
 # control: as committed; nopoison: the candidate's freed memory not poisoned before its correctness calls;
 # unconfined: the candidate's worker without the seccomp filter and capability drop; refcalls: the reference's worker
 # calls in every correctness trial, not the first only; nochecks: no timed-output checks (the candidate's output read
-# by the judge on some rounds). Results in $OUT/lean-VARIANT.md and $OUT/lean.log.
+# by the judge on some rounds); emptied: both workers' caches emptied before timing (the candidate's holds what its
+# correctness calls cached, the reference's was emptied after its one call). Results in $OUT/lean-VARIANT.md and $OUT/lean.log.
 : "${OUT:?set OUT to the folder whose files come back}"
 problem=${1:?PROBLEM}; copies=${2:?COPIES}; shift 2
 export PYTHONUNBUFFERED=1
 rm -rf /tmp/harness.committed && cp -r harness /tmp/harness.committed
-for variant in "${@:-control nopoison unconfined refcalls nochecks}"; do
+for variant in "${@:-control emptied nopoison unconfined refcalls nochecks}"; do
     for v in $variant; do
         python3 - "$v" <<'EOF' || exit 2
 import sys
@@ -21,7 +22,11 @@ edits = {"control": [],
          "nopoison": [("harness/judge.py", "poison_sizes=sizes,", "poison_sizes=[],")],
          "unconfined": [("harness/judge.py", "confined=side == 0)", "confined=False)")],
          "refcalls": [("harness/judge.py", "self.reference_worker_called = True", "pass")],
-         "nochecks": [("harness/judge_timing.py", 'with self.phase("timing.checks"):', "if False:")]}
+         "nochecks": [("harness/judge_timing.py", 'with self.phase("timing.checks"):', "if False:")],
+         "emptied": [("harness/judge_timing_setup.py", 'with self.phase("timing_setup.prepare"):',
+                      'self.sandbox.request("release_memory", self.cfg.timeout, workspaces=True)\n        '
+                      'self.ref_sandbox.request("release_memory", self.cfg.timeout, workspaces=True)\n        '
+                      'with self.phase("timing_setup.prepare"):')]}
 for path, old, new in edits[sys.argv[1]]:
     text = Path(path).read_text()
     assert text.count(old) == 1, f"{sys.argv[1]}: '{old}' not once in {path}"
