@@ -12,10 +12,10 @@
 : "${OUT:?set OUT to the folder whose files come back}"
 problem=${1:?PROBLEM}; copies=${2:?COPIES}; shift 2
 export PYTHONUNBUFFERED=1
-rm -rf /tmp/harness.committed && cp -r harness /tmp/harness.committed
-for variant in "${@:-control emptied nopoison unconfined refcalls nochecks}"; do
-    for v in $variant; do
-        python3 - "$v" <<'EOF' || exit 2
+committed=$(mktemp -d) && cp -r harness "$committed/" || exit 2
+trap 'rm -rf harness && cp -r "$committed/harness" . && rm -rf "$committed"' EXIT  # harness/ back however this ends
+for v in ${*:-control emptied nopoison unconfined refcalls nochecks}; do
+    python3 - "$v" <<'EOF' || exit 2
 import sys
 from pathlib import Path
 edits = {"control": [],
@@ -32,10 +32,9 @@ for path, old, new in edits[sys.argv[1]]:
     assert text.count(old) == 1, f"{sys.argv[1]}: '{old}' not once in {path}"
     Path(path).write_text(text.replace(old, new))
 EOF
-        timeout 150 python3 bench/aa_coverage.py --problem "$problem" --runs 1 --copies "$copies" --out ".lean-$v" \
-            >> "$OUT/lean.log" 2>&1
-        cp ".lean-$v/aa-coverage.md" "$OUT/lean-$v.md"
-        rm -rf harness && cp -r /tmp/harness.committed harness
-        echo "$v: $(grep 'Point estimates' "$OUT/lean-$v.md")"
-    done
+    timeout 150 python3 bench/aa_coverage.py --problem "$problem" --runs 1 --copies "$copies" --out ".lean-$v" \
+        >> "$OUT/lean.log" 2>&1
+    cp ".lean-$v/aa-coverage.md" "$OUT/lean-$v.md"
+    rm -rf harness && cp -r "$committed/harness" .
+    echo "$v: $(grep 'Point estimates' "$OUT/lean-$v.md")"
 done
