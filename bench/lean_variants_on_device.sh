@@ -4,7 +4,9 @@
 # results/gpu-acceptance/s45/). Each variant edits this machine's copy of harness/ (never committed), judges COPIES A/A
 # copies of PROBLEM with bench/aa_coverage.py, and puts harness/ back:
 #   bash bench/lean_variants_on_device.sh PROBLEM COPIES [VARIANT ...]
-# control: as committed; nopoison: the candidate's freed memory not poisoned before its correctness calls;
+# control: as committed; nopoison: the candidate's freed memory not poisoned before its correctness calls; poisonlater,
+# poisonfirst: poisoned before all but the first, before the first only; poisonreleased: the poisoned blocks handed back
+# (empty_cache) after poisoning; poisonsmall: blocks of at least 1 MiB poisoned (none from the small-block pool);
 # unconfined: the candidate's worker without the seccomp filter and capability drop; refcalls: the reference's worker
 # calls in every correctness trial, not the first only; nochecks: no timed-output checks (the candidate's output read
 # by the judge on some rounds); emptied: both workers' caches emptied before timing (the candidate's holds what its
@@ -20,6 +22,14 @@ import sys
 from pathlib import Path
 edits = {"control": [],
          "nopoison": [("harness/judge.py", "poison_sizes=sizes,", "poison_sizes=[],")],
+         "poisonlater": [("harness/worker.py", "self.own_ooms += poison_free_memory(self.device, poison_sizes)",
+                          "self.own_ooms += poison_free_memory(self.device, poison_sizes if hasattr(self, 'ran') else [])"
+                          "; self.ran = True")],
+         "poisonfirst": [("harness/worker.py", "self.own_ooms += poison_free_memory(self.device, poison_sizes)",
+                          "self.own_ooms += poison_free_memory(self.device, [] if hasattr(self, 'ran') else poison_sizes)"
+                          "; self.ran = True")],
+         "poisonreleased": [("harness/worker.py", "        del blocks\n", "        del blocks\n        torch.cuda.empty_cache()\n")],
+         "poisonsmall": [("harness/worker.py", "        blocks = []\n", "        blocks = []\n        nbytes = max(nbytes, 1 << 20)\n")],
          "unconfined": [("harness/judge.py", "confined=side == 0)", "confined=False)")],
          "refcalls": [("harness/judge.py", "self.reference_worker_called = True", "pass")],
          "nochecks": [("harness/judge_timing.py", 'with self.phase("timing.checks"):', "if False:")],

@@ -260,7 +260,7 @@ class PairJudge:
     def run_candidate(self, shared: list, ref_out, seed: int) -> dict:
         """One candidate call on the shared inputs, the RNG seeded as for the reference's call; its reply,
         structure-checked."""
-        sizes = [t.numel() * t.element_size() for t in check.items(ref_out)]
+        sizes = poison_sizes(ref_out)
         # Our cached blocks (the reference call's temporaries and workspaces, the checks') back: the candidate's library
         # chooses its algorithm by the room it finds (see reference_worker_first_call).
         release_cached_memory(self.device)
@@ -278,7 +278,7 @@ class PairJudge:
         self.expect_ok(self.sandbox.request("release_outputs", self.cfg.timeout))
         release_cached_memory(self.device, outboxes=self.outboxes())
 
-    def reference_worker_first_call(self, inputs: list, seed: int) -> None:
+    def reference_worker_first_call(self, inputs: list, ref_out, seed: int) -> None:
         """The reference's timing worker's first call, on trial 1's inputs, just before the candidate's first call and
         with the same beside it: here the trial's inputs, reference output and truth and that side's copy of the
         inputs; the other worker holding its model alone (the candidate's has not run; the reference's is emptied
@@ -286,7 +286,10 @@ class PairJudge:
         convolutions take the first whose workspace fits, and choose again only when it no longer does) then chooses
         for both sides with the same room. Before, the reference's worker chose at its timing warm-up, with more room
         than the candidate had in correctness: on an H200 capped to 24 GiB, KernelBench's 57_conv_transposed_2D against
-        itself came out 0.191, the two sides running different cuDNN kernels."""
+        itself came out 0.191, the two sides running different cuDNN kernels. Its freed memory is poisoned as the
+        candidate's is before its call: on an H100, KernelBench's 27_RegNet against itself leaned 1.2% (0.987 median of
+        10 copies) while only the candidate's first call was poisoned, and tied (1.000) with neither side's, the cause
+        being in that first call alone (poisoned before every call but the first: 0.997)."""
         if self.reference_worker_called:
             return
         self.reference_worker_called = True
@@ -296,7 +299,8 @@ class PairJudge:
         with self.reference_side():
             shared = self.ref_sandbox.outbox.copies(inputs)
             self.hand_over()
-            self.expect_ok(self.ref_sandbox.request("run", self.cfg.timeout, inputs=shared, poison_sizes=[], seed=seed))
+            self.expect_ok(self.ref_sandbox.request("run", self.cfg.timeout, inputs=shared,
+                                                    poison_sizes=poison_sizes(ref_out), seed=seed))
             del shared
             self.expect_ok(self.ref_sandbox.request("release_outputs", self.cfg.timeout))
             self.expect_ok(self.ref_sandbox.request("release_memory", self.cfg.timeout, workspaces=True))
@@ -432,6 +436,11 @@ class PairJudge:
         if self.device.type == "cuda":
             self.result.worker_ooms = {"worker": reported_count(infos.get("candidate"), "ooms"),
                                        "reference_worker": reported_count(infos.get("reference"), "ooms")}
+
+
+def poison_sizes(ref_out) -> list:
+    """The byte sizes of the reference's outputs: what a worker poisons free blocks of before a correctness call."""
+    return [t.numel() * t.element_size() for t in check.items(ref_out)]
 
 
 def reported_count(info, key: str):

@@ -89,7 +89,7 @@ class Trials:
             self.check_problem(trial, total, check.items(ref_out))
         if trial == 0:  # beside what the candidate's first call will have here: see judge.reference_worker_first_call
             with self.phase("correctness.reference_worker"):
-                self.judge.reference_worker_first_call(inputs, seed)
+                self.judge.reference_worker_first_call(inputs, ref_out, seed)
         try:
             with self.phase("correctness.candidate"):
                 shared = self.judge.sandbox.outbox.copies(inputs)

@@ -121,8 +121,9 @@ def test_a_workers_count_and_peak_are_taken_only_when_plausible():
 
 def test_the_reference_workers_first_call_finds_the_room_the_candidates_will():
     """judge.reference_worker_first_call: the candidate's worker emptied first (what its __init__ cached), the
-    reference's worker called on the trial's inputs and seed, then emptied of its outputs, cache and workspaces before
-    the candidate's first call; once per pair."""
+    reference's worker called on the trial's inputs and seed, its freed memory poisoned for outputs of the reference's
+    sizes as the candidate's is before its call (an A/A pair leaned 1.2% on an H100 while only one side's first call
+    poisoned), then emptied of its outputs, cache and workspaces before the candidate's first call; once per pair."""
     import contextlib
     from types import SimpleNamespace
 
@@ -135,7 +136,7 @@ def test_the_reference_workers_first_call_finds_the_room_the_candidates_will():
 
     def worker(name):
         def request(op, timeout, **args):
-            requests.append((name, op, args.get("seed"), args.get("workspaces")))
+            requests.append((name, op, args.get("seed"), args.get("workspaces"), args.get("poison_sizes")))
             return channel.Ok({})
         return SimpleNamespace(request=request, outbox=SimpleNamespace(copies=lambda xs: [x.clone() for x in xs]))
 
@@ -143,7 +144,9 @@ def test_the_reference_workers_first_call_finds_the_room_the_candidates_will():
                             sandbox=worker("candidate"), ref_sandbox=worker("reference"), outboxes=lambda: [],
                             hand_over=lambda: None, expect_ok=lambda reply, sandbox=None: reply.payload,
                             reference_side=contextlib.nullcontext)
-    PairJudge.reference_worker_first_call(judge, [torch.ones(2)], 7)
-    PairJudge.reference_worker_first_call(judge, [torch.ones(2)], 8)  # a second attempt: no second first call
-    assert requests == [("candidate", "release_memory", None, True), ("reference", "run", 7, None),
-                        ("reference", "release_outputs", None, None), ("reference", "release_memory", None, True)]
+    ref_out = (torch.ones(3), torch.ones(5, dtype=torch.float64))
+    PairJudge.reference_worker_first_call(judge, [torch.ones(2)], ref_out, 7)
+    PairJudge.reference_worker_first_call(judge, [torch.ones(2)], ref_out, 8)  # a second attempt: no second first call
+    assert requests == [("candidate", "release_memory", None, True, None), ("reference", "run", 7, None, [12, 40]),
+                        ("reference", "release_outputs", None, None, None),
+                        ("reference", "release_memory", None, True, None)]

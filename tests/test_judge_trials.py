@@ -40,7 +40,7 @@ def test_an_output_that_is_an_input_in_a_later_trial_only_is_flagged():
                             measure_sizes=lambda inputs, out: None, release_trial=lambda: None,
                             sandbox=SimpleNamespace(outbox=SimpleNamespace(copies=lambda xs: [x.clone() for x in xs])),
                             run_candidate=lambda shared, ref_out, seed: next(replies),
-                            reference_worker_first_call=lambda inputs, seed: None)
+                            reference_worker_first_call=lambda inputs, ref_out, seed: None)
     trials = judge_trials.Trials(judge)
     trials.problem_checked = True
     trials.reference_trial = lambda trial, wide, seed: ([torch.ones(2)], torch.ones(2), None)
@@ -70,7 +70,7 @@ def test_the_reference_worker_first_calls_beside_what_the_candidate_has():
 
     held, events, alive = {}, [], []
 
-    def first_call(inputs, seed):
+    def first_call(inputs, ref_out, seed):
         gc.collect()
         alive.append({name: ref() is not None for name, ref in held.items()})
         events.append(("reference worker", float(inputs[0][0]), seed))
