@@ -3,6 +3,7 @@
 #   bash bench/pytest_gpu_on_device.sh NAME a    # the adversarial and isolation sets, footprint, probe, worker
 #   bash bench/pytest_gpu_on_device.sh NAME b    # the README's command as typed, then test_gpu and the seeds' solutions
 #   bash bench/pytest_gpu_on_device.sh NAME two  # the tests that need two GPUs (skipped by a and b on one), ~1 minute
+#   bash bench/pytest_gpu_on_device.sh NAME gemm # part b's GEMM solution tests alone (what a cut-short part b left)
 # Each part's log, junit XML and durations come back in $OUT (NAME-a.log, NAME-a.xml ...).
 name=${1:?NAME}; part=${2:?PART a or b}
 export PYTHONUNBUFFERED=1
@@ -16,9 +17,10 @@ case $part in
        run=$(ls -dt results/*/ | head -1)
        [ -f "$run/results.jsonl" ] && cp "$run/results.jsonl" "$OUT/$name-readme-results.jsonl"
        files="tests/test_gpu.py tests/test_gpu_solutions.py" ;;
+    gemm) files="tests/test_gpu_solutions.py -k gemm" ;;
     two) [ "$(python3 -c "import torch; print(torch.cuda.device_count())")" -ge 2 ] || { echo "part two needs two visible GPUs"; exit 2; }
          files="tests/test_gpu.py -k second_gpu" ;;
-    *) echo "PART is a, b or two"; exit 2 ;;
+    *) echo "PART is a, b, gemm or two"; exit 2 ;;
 esac
 # SIGINT at the limit: pytest then still reports the failures so far and writes its XML (killed, it left neither, and
 # a failure at 56d997a went unexplained).
