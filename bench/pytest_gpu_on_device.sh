@@ -8,8 +8,8 @@
 name=${1:?NAME}; part=${2:?PART a or b}
 export PYTHONUNBUFFERED=1
 nvidia-smi -L
-git_free_sha=$(cat harness/*.py | sha256sum | cut -c1-12)
-echo "harness/*.py sha256 $git_free_sha"
+# The records' own provenance (harness_sha sorts the files itself; a shell glob's order follows the locale).
+echo "harness sha:$(python3 -c 'from harness.environment import harness_sha; print(harness_sha())')"
 case $part in
     a) files="tests/adversarial/test_adversarial_gpu.py tests/adversarial/test_isolation_gpu.py
               tests/test_footprint.py tests/test_gpu_probe.py tests/test_worker.py" ;;
