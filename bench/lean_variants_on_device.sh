@@ -4,7 +4,7 @@
 # results/gpu-acceptance/s45/). Each variant edits this machine's copy of harness/ (never committed), judges COPIES A/A
 # copies of PROBLEM with bench/aa_coverage.py, and puts harness/ back:
 #   bash bench/lean_variants_on_device.sh PROBLEM COPIES [VARIANT ...]
-# control: as committed; nopoison: the candidate's freed memory not poisoned before its correctness calls; poisonlater,
+# control: as committed; nopoison: neither worker's freed memory poisoned before its correctness calls; poisonlater,
 # poisonfirst: poisoned before all but the first, before the first only; poisonreleased: the poisoned blocks handed back
 # (empty_cache) after poisoning; poisonsmall: blocks of at least 1 MiB poisoned (none from the small-block pool);
 # unconfined: the candidate's worker without the seccomp filter and capability drop; refcalls: the reference's worker
@@ -21,7 +21,8 @@ for v in ${*:-control emptied nopoison unconfined refcalls nochecks}; do
 import sys
 from pathlib import Path
 edits = {"control": [],
-         "nopoison": [("harness/judge.py", "poison_sizes=sizes,", "poison_sizes=[],")],
+         "nopoison": [("harness/judge.py", "poison_sizes=sizes,", "poison_sizes=[],"),
+                      ("harness/judge.py", "poison_sizes=poison_sizes(ref_out), seed=seed))", "poison_sizes=[], seed=seed))")],
          "poisonlater": [("harness/worker.py", "self.own_ooms += poison_free_memory(self.device, poison_sizes)",
                           "self.own_ooms += poison_free_memory(self.device, poison_sizes if hasattr(self, 'ran') else [])"
                           "; self.ran = True")],

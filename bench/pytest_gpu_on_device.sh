@@ -5,10 +5,11 @@
 #   bash bench/pytest_gpu_on_device.sh NAME two  # the tests that need two GPUs (skipped by a and b on one), ~1 minute
 #   bash bench/pytest_gpu_on_device.sh NAME gemm # part b's GEMM solution tests alone (what a cut-short part b left)
 # Each part's log, junit XML and durations come back in $OUT (NAME-a.log, NAME-a.xml ...).
-name=${1:?NAME}; part=${2:?PART a or b}
+name=${1:?NAME}; part=${2:?PART a, b, gemm or two}
 export PYTHONUNBUFFERED=1
 nvidia-smi -L
-# The records' own provenance (harness_sha sorts the files itself; a shell glob's order follows the locale).
+# harness/'s hash as the records' `harness` reads it where .git lags or is absent (sha:...; a shell glob's order would
+# follow the locale).
 echo "harness sha:$(python3 -c 'from harness.environment import harness_sha; print(harness_sha())')"
 case $part in
     a) files="tests/adversarial/test_adversarial_gpu.py tests/adversarial/test_isolation_gpu.py

@@ -123,7 +123,7 @@ def test_the_reference_workers_first_call_finds_the_room_the_candidates_will():
     """judge.reference_worker_first_call: the candidate's worker emptied first (what its __init__ cached), the
     reference's worker called on the trial's inputs and seed, its freed memory poisoned for outputs of the reference's
     sizes as the candidate's is before its call (an A/A pair leaned 1.2% on an H100 while only one side's first call
-    poisoned), then emptied of its outputs, cache and workspaces before the candidate's first call; once per pair."""
+    was poisoned), then emptied of its outputs, cache and workspaces before the candidate's first call; once per pair."""
     import contextlib
     from types import SimpleNamespace
 
