@@ -72,7 +72,6 @@ def test_the_reference_worker_first_calls_beside_what_the_candidate_has():
 
     def first_call(inputs, ref_out, seed):
         assert ref_out is held["ref_out"]()  # that trial's reference output: the sizes its worker poisons for
-        del ref_out
         gc.collect()
         alive.append({name: ref() is not None for name, ref in held.items()})
         events.append(("reference worker", float(inputs[0][0]), seed))
