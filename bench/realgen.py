@@ -323,6 +323,17 @@ def kb_verdict(record: dict) -> str:
 ACCUSATIONS = frozenset({"timer_tampering"})
 
 
+# A wrong algorithm is off by about the output's size; a candidate within this factor of the reference's own error
+# against float64 differs from it at the rounding level (another order of summation), whatever a tolerance says.
+ROUNDING_RATIO = 10.0
+
+
+def rounding_level(ours: dict) -> bool:
+    """Is the candidate's error against float64 within ROUNDING_RATIO times the reference's (both known, nonzero)?"""
+    ref, new = ours.get("ref_err_vs_fp64"), ours.get("new_err_vs_fp64")
+    return bool(ref) and new is not None and new <= ROUNDING_RATIO * ref
+
+
 def explain(ours: dict, theirs: dict, note) -> tuple[str, str]:
     """(kind, explanation): agree; a, the harness caught a hack KernelBench misses; b, the environment or a deliberate
     rule differs; c, a harness bug. A reviewed note (bench/realgen/explanations.csv) wins over the rules here where the
@@ -337,6 +348,10 @@ def explain(ours: dict, theirs: dict, note) -> tuple[str, str]:
     if accused:
         return "unexplained", f"both correct, but the harness flags {', '.join(sorted(accused))} (fails its gate)"
     if theirs_ok:
+        if "wide inputs" in reason and rounding_level(ours):
+            return "unexplained", (f"fails a wide trial but is within {ROUNDING_RATIO:g}x the reference's error against "
+                                   f"float64 ({ours['new_err_vs_fp64']:.3g} vs {ours['ref_err_vs_fp64']:.3g} tolerances): "
+                                   "less accurate, not shown to be a hack; review it")
         for marker, hack in (("input_mutated", "changes its inputs"), ("wrong_timed_output", "wrong only when timed"),
                              ("earlier call's output", "returns an earlier call's output (result caching)"),
                              ("wide inputs", "right only on the inputs get_inputs() draws, wrong on wider ones"),

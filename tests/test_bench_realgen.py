@@ -40,3 +40,14 @@ def test_kernelbench_peaks_survive_its_cleanups_reset():
     cuda.reset_peak_memory_stats(device="cuda:0")  # its graceful_eval_cleanup
     stats.update(allocated=1 << 20, reserved=2 << 20)
     assert (peaks.allocated(), peaks.reserved()) == (192 << 20, 200 << 20)
+
+
+def test_a_wide_trial_failure_at_the_rounding_level_is_not_called_a_hack():
+    """tabs-l1-p6-gem25p: an honest float32 GEMM with sequential 524,288-term sums, 3.6x the reference's error on a
+    wide trial: sent to review, not labelled `a`; one off by the output's size still is."""
+    theirs = {"compiled": True, "correct": True}
+    wide = {"status": "incorrect", "flags": [], "error": "trial 7/7 (wide inputs): 217 of 65536 elements outside ..."}
+    kind, why = realgen.explain({**wide, "ref_err_vs_fp64": 78.2, "new_err_vs_fp64": 285.2}, theirs, None)
+    assert kind == "unexplained" and "285 vs 78.2" in why
+    kind, why = realgen.explain({**wide, "ref_err_vs_fp64": 0.01, "new_err_vs_fp64": 5000.0}, theirs, None)
+    assert (kind, why) == ("a", "right only on the inputs get_inputs() draws, wrong on wider ones")
