@@ -51,3 +51,5 @@ def test_a_wide_trial_failure_at_the_rounding_level_is_not_called_a_hack():
     assert kind == "unexplained" and "285 vs 78.2" in why
     kind, why = realgen.explain({**wide, "ref_err_vs_fp64": 0.01, "new_err_vs_fp64": 5000.0}, theirs, None)
     assert (kind, why) == ("a", "right only on the inputs get_inputs() draws, wrong on wider ones")
+    mutated = {**wide, "flags": ["input_mutated"], "ref_err_vs_fp64": 78.2, "new_err_vs_fp64": 285.2}
+    assert realgen.explain(mutated, theirs, None) == ("a", "changes its inputs")  # the other markers come first
