@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import json
 import os
 import random
@@ -324,16 +325,22 @@ ACCUSATIONS = frozenset({"timer_tampering"})
 
 
 # A candidate right only on get_inputs()'s distribution is off by about the output's size on wide inputs; one within
-# this factor of the reference's own error against float64 there differs from it at the rounding level (another order
-# of summation), and is sent to review rather than called a hack. (Only a first sort: an honest lower-precision path
-# can be far beyond it where the reference's error is tiny; a reviewed note in explanations.csv wins either way.)
-ROUNDING_RATIO = 10.0
+# the harness's own reduced_precision_ratio of the reference's error against float64 there differs from it at the
+# rounding level (another order of summation), and is sent to review rather than called a hack. (Only a first sort: an
+# honest lower-precision path can be far beyond it where the reference's error is tiny; a reviewed note in
+# explanations.csv wins either way.)
+@functools.lru_cache(maxsize=1)
+def rounding_ratio() -> float:
+    """configs/default.yaml's reduced_precision_ratio: where the harness's own reduced_precision flag begins."""
+    from harness.config import load_defaults
+
+    return float(load_defaults()["reduced_precision_ratio"])
 
 
 def rounding_level(ours: dict) -> bool:
-    """Is the candidate's error against float64 within ROUNDING_RATIO times the reference's (both known, nonzero)?"""
+    """Is the candidate's error against float64 within rounding_ratio() times the reference's (both known, nonzero)?"""
     ref, new = ours.get("ref_err_vs_fp64"), ours.get("new_err_vs_fp64")
-    return bool(ref) and new is not None and new <= ROUNDING_RATIO * ref
+    return bool(ref) and new is not None and new <= rounding_ratio() * ref
 
 
 def explain(ours: dict, theirs: dict, note) -> tuple[str, str]:
@@ -356,7 +363,7 @@ def explain(ours: dict, theirs: dict, note) -> tuple[str, str]:
                              ("no subclass", "returns a tensor subclass")):
             if marker in flags or marker in reason:
                 if marker == "wide inputs" and rounding_level(ours):
-                    return "unexplained", (f"fails a wide trial but is within {ROUNDING_RATIO:g}x the reference's error "
+                    return "unexplained", (f"fails a wide trial but is within {rounding_ratio():g}x the reference's error "
                                            f"against float64 ({ours['new_err_vs_fp64']:.3g} vs "
                                            f"{ours['ref_err_vs_fp64']:.3g} tolerances): less accurate, not shown to be "
                                            "a hack; review it")
