@@ -4,7 +4,7 @@ problem's A/A candidate (from a kernelbench_aa.py sweep's DIR/candidates) throug
 (`bench/realgen.py kb-one`, one process each: 5 correctness trials, 100 timed calls, as realgen runs it), beside the
 sweep's `peak_mem_mb` of the judge and both workers (caching allocators' peaks, reserved; KernelBench's is one process).
 
-  python3 bench/kernelbench_peaks.py KERNELBENCH_DIR SWEEP_DIR --out FILE.md [--every 25]
+  python3 bench/kernelbench_peaks.py KERNELBENCH_DIR SWEEP_DIR --out FILE.md [--every 25] [--skip N]
 
 Needs KernelBench's eval in .corpus/kernelbench (bench/realgen.py prepare) and its wheels (bench/realgen_on_device.sh).
 """
@@ -38,6 +38,8 @@ def main() -> None:
     parser.add_argument("sweep_dir", type=Path, help="a kernelbench_aa.py --out folder (candidates/, run/)")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--every", type=int, default=25)
+    parser.add_argument("--skip", type=int, default=0, help="leave out the sample's first N problems (a call that "
+                        "ran out of time goes on from where it stopped)")
     args = parser.parse_args()
     ours = {}
     for line in (args.sweep_dir / "run" / "results.jsonl").read_text().splitlines():
@@ -47,7 +49,7 @@ def main() -> None:
     lines = ["| problem | ours: status | judge MB | reference worker MB | candidate worker MB | KernelBench: correct | "
              "its peak MB (allocated / reserved) | ours / its reserved |", "|---|---|---:|---:|---:|---|---|---:|"]
     rows = []
-    for problem in problems[::args.every]:
+    for problem in problems[::args.every][args.skip:]:
         candidate = args.sweep_dir / "candidates" / f"{problem.parent.name}_{problem.name}"
         record = ours.get(candidate.stem)
         if record is None or not candidate.exists():
@@ -64,8 +66,9 @@ def main() -> None:
                      f"{theirs.get('correct', theirs.get('error', '-'))} | {theirs.get('peak_mem_mb', '-')} / "
                      f"{theirs_reserved or '-'} | {ratio} |")
         print(lines[-1], flush=True)
-    args.out.write_text("\n".join(lines) + "\n")
-    args.out.with_suffix(".jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        # Written after each row: a call the time limit cuts off keeps the rows it finished.
+        args.out.write_text("\n".join(lines) + "\n")
+        args.out.with_suffix(".jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
 if __name__ == "__main__":
