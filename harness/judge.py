@@ -306,6 +306,14 @@ class PairJudge:
             self.expect_ok(self.ref_sandbox.request("release_memory", self.cfg.timeout, workspaces=True))
         release_cached_memory(self.device, outboxes=self.outboxes())
 
+    def release_all_caches(self) -> None:
+        """Both workers', then this process's cached GPU memory handed back (the GPU was full). (A candidate that keeps
+        its cache leaves the judge short: blame_for_memory then decides whose the shortage was.)"""
+        with self.reference_side():
+            self.ref_sandbox.request("release_memory", self.cfg.timeout)
+        self.sandbox.request("release_memory", self.cfg.timeout)
+        release_cached_memory(self.device, outboxes=self.outboxes())
+
     def outboxes(self) -> list:
         """Where the workers' handed tensors are allocated (each a pool of its own), once they are greeted."""
         return [s.outbox for s in (self.sandbox, self.ref_sandbox) if s is not None and s.outbox is not None]

@@ -52,8 +52,8 @@ class PairMemory:
     @contextlib.contextmanager
     def measured_call(self):
         """A reference call's own peak GPU memory, beyond what was allocated before it (its output, temporaries and
-        workspaces): the candidate's allowance counts it (a cuDNN convolution of KernelBench's took 17.5 GiB of
-        workspace in an A/A candidate's worker, which the problem's sizes alone allowed 1.8 GiB)."""
+        workspaces): the candidate's allowance counts it (a convolution's workspace can be several times its output:
+        the problem's sizes alone would blame an honest candidate for it)."""
         if self.device.type != "cuda":
             yield
             return

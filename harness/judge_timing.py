@@ -285,16 +285,8 @@ class PairTiming:
         try:
             return make()
         except torch.cuda.OutOfMemoryError:
-            self.release_all_caches()
+            self.judge.release_all_caches()
             return make()
-
-    def release_all_caches(self) -> None:
-        """Both workers', then this process's cached GPU memory handed back. (A candidate that keeps its cache
-        leaves the judge short: blame_for_memory then decides whose the shortage was.)"""
-        with self.reference_side():
-            self.ref_sandbox.request("release_memory", self.cfg.timeout)
-        self.sandbox.request("release_memory", self.cfg.timeout)
-        release_cached_memory(self.device, outboxes=self.judge.outboxes())
 
     def record_timing(self, ref_ms: list, new_ms: list, tight: bool, clocks) -> None:
         """Statistics, roofline figures, clocks and timing flags from the raw samples."""

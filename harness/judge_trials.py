@@ -57,7 +57,7 @@ class Trials:
     def all_trials(self) -> None:
         total = self.cfg.total_trials
         for trial in range(total):
-            self.one_trial(trial, total)
+            self.trial_retried_when_full(trial, total)
         self.result.trials = total
         if self.new_err > 0.01 and self.new_err > self.cfg.reduced_precision_ratio * self.ref_err:
             self.result.flags.append(flag("reduced_precision"))  # far less accurate, and a visible share of the tolerance
@@ -75,6 +75,21 @@ class Trials:
     def restore_findings(self, kept: dict) -> None:
         for name, value in kept.items():
             setattr(self.result, name, value)
+
+    def trial_retried_when_full(self, trial: int, total: int) -> None:
+        """One trial; once more if the judge ran out of GPU memory, after the candidate's worker let go of the trial's
+        call and every process handed its cached blocks back (as timing's retried_when_full: an honest candidate's
+        cache, or the reference's, can leave the judge short on a small GPU). A second shortage is the judge's to
+        attribute (blame_for_memory)."""
+        try:
+            return self.one_trial(trial, total)
+        except torch.cuda.OutOfMemoryError as exc:
+            self.judge.note(f"trial {trial + 1} ran again after every cache was handed back: the judge ran out of GPU "
+                            f"memory ({one_line(str(exc), 120)})")
+        # (out of the except block first: its traceback holds the trial's tensors)
+        self.judge.expect_ok(self.judge.sandbox.request("release_outputs", self.cfg.timeout))
+        self.judge.release_all_caches()
+        self.one_trial(trial, total)
 
     def one_trial(self, trial: int, total: int) -> None:
         """Fresh secret-seeded inputs, the reference's output, the candidate's, and every check."""

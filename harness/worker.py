@@ -176,10 +176,9 @@ class Worker:
 
     def op_release_outputs(self):
         """Let go of the last call's outputs and inputs: the judge has checked them (each is mapped by the judge,
-        whose memory the inputs are); and hand the cached blocks back where the GPU has less free than they hold: a
-        convolution's cuDNN workspace, taken greedily from what is free (17.5 GiB for one of KernelBench's), stayed
-        cached here and the judge's next trial ran out (24 GiB cap). (Not always: each hand-back makes the next
-        call's multi-GB output a fresh allocation.)"""
+        whose memory the inputs are); and hand the cached blocks back where the GPU has less free than they hold: an
+        honest candidate's cached temporaries and workspaces would otherwise leave the judge's next trial short on a
+        small GPU. (Not always: each hand-back makes the next call's multi-GB output a fresh allocation.)"""
         self.held = []
         self.timer.sync()
         if self.device.type == "cuda":
@@ -326,21 +325,37 @@ def poison_free_memory(device: torch.device, sizes: list) -> int:
     """Fill the free blocks the allocator would hand out for outputs of these sizes with NaN bytes; returns the
     out-of-memory errors that this caused (ours, not the candidate's: worker_ooms leaves them out).
 
-    On a GPU only cached free memory is taken (the caching allocator is where stale results live), so
-    poisoning never grows this process's share of the device.
+    On a GPU every cached free block that can serve a size is taken (the caching allocator is where stale results
+    live), then at most one new block: the cached free bytes can reach a size in all while no one block can serve it
+    (pieces, blocks of other streams or private pools), and each allocation is then a new segment (61 of 297 MB, 16.9
+    GiB, for KernelBench's 50_conv_standard_2D: issue 37). A new block is kept, poisoned, where nothing cached could
+    serve the size (the output will take a new block: this one); after cached blocks were poisoned it is handed back,
+    else the cache would grow by one output a call. So poisoning grows this process's cache by at most one block a
+    size, one the output then takes.
     """
     ooms_before = timing.out_of_memory_count(device)
-    for nbytes in sizes:
-        blocks = []
+    cuda = device.type == "cuda"
+    held = []  # on a GPU every size's blocks, let go together: a hand-back below frees none of them
+    for nbytes in sorted(sizes):  # smallest first: what a hand-back frees could serve no later size either
+        taken = 0
         try:
-            for _ in range(POISON_MAX_BLOCKS if device.type == "cuda" else 4):
-                if device.type == "cuda" and cached_free_bytes(device) < nbytes:
+            for _ in range(POISON_MAX_BLOCKS if cuda else 4):
+                if cuda and cached_free_bytes(device) < nbytes:
                     break  # no cached block this large is left: every one that could serve it is poisoned
-                blocks.append(torch.empty(nbytes, dtype=torch.uint8, device=device).fill_(POISON_BYTE))
+                reserved = torch.cuda.memory_reserved(device) if cuda else 0
+                held.append(torch.empty(nbytes, dtype=torch.uint8, device=device).fill_(POISON_BYTE))
+                taken += 1
+                if cuda and torch.cuda.memory_reserved(device) > reserved:  # a new segment: none cached could serve it
+                    if taken > 1:  # the output lands on a poisoned cached block: this new one is surplus
+                        held.pop()
+                        torch.cuda.empty_cache()  # (wholly free segments only: every poisoned block is held)
+                    break
         except RuntimeError:  # out of memory: what was filled is poisoned, the rest cannot be reused anyway
             pass
-        del blocks
-    if device.type == "cuda":
+        if not cuda:
+            held.clear()
+    del held
+    if cuda:
         torch.cuda.synchronize(device)
     ooms_after = timing.out_of_memory_count(device)
     return ooms_after - ooms_before if None not in (ooms_before, ooms_after) else 0

@@ -74,9 +74,8 @@ def test_a_candidates_out_of_memory_is_its_own_only_beyond_its_allowance():
     assert honest.status == Status.SKIPPED and "not by the candidate's doing" in honest.error
     hoarder = memory.worker_out_of_memory(torch_message("40.00 GiB", "6.00 GiB"))
     assert hoarder.status == Status.RUNTIME_ERROR and "over its allowance of 25.0 GiB" in hoarder.error
-    # A reference whose own call allocates more than its output (a convolution's cuDNN workspace, measured in the
-    # judge): the candidate may hold twice that. KernelBench's 50_conv_standard_2D, A/A, capped to 24 GiB on the
-    # H100: its worker held 17.5 GiB of its own, was blamed against an allowance of 1.8 GiB.
+    # A reference whose own call allocates more than its output (a convolution's workspace, measured in the judge):
+    # the candidate may hold twice that, where the problem's sizes alone (1.8 GiB here) would blame it.
     conv = problem_info.Sizes(inputs=150 << 20, outputs=290 << 20, weights=1 << 20, output_dtypes=(torch.float32,))
     memory.sizes, memory.reference_call_peak = conv, 17 << 30
     assert footprint.candidates_own(conv, 17_800 << 20)[2]  # by the sizes alone: its doing

@@ -101,3 +101,56 @@ def test_the_reference_worker_first_calls_beside_what_the_candidate_has():
     assert events == [("reference worker", 0.0, 100), ("candidate", 0.0, 100), ("candidate", 1.0, 101),
                       ("candidate", 2.0, 102)]
     assert alive == [{"ref_out": True, "truth": True}]
+
+
+def test_a_trial_the_judge_ran_out_of_memory_in_runs_once_more_after_every_cache_is_handed_back():
+    """An out-of-memory in the judge (an honest candidate's cache, or the reference's, left it short on a small GPU)
+    is not blamed at once: the candidate's worker lets go of the trial's call, every process hands its cache back
+    (with the failed attempt's tensors already let go), and the trial runs again; a second shortage goes on to be
+    attributed (PairJudge.blame_for_memory)."""
+    import contextlib
+    import gc
+    import weakref
+    from types import SimpleNamespace
+
+    import pytest
+    import torch
+
+    from harness import judge_trials
+    from harness.records import Result
+    from harness.verdict import Status
+
+    events, first_out, shortages = [], [], iter([1, 0, 1, 1])
+
+    def run_candidate(shared, ref_out, seed):
+        events.append("candidate")
+        out = torch.ones(2)
+        first_out.append(weakref.ref(out))
+        return {"items": [out]}
+
+    def check_outputs(*args, **kwargs):
+        if next(shortages):
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 6.00 GiB")
+
+    def release_all_caches():
+        gc.collect()
+        events.append(("released", first_out[-1]() is None))
+
+    judge = SimpleNamespace(cfg=SimpleNamespace(trials=2, total_trials=3, timeout=1.0),
+                            result=Result(problem="p", solution="s", status=Status.CORRECT),
+                            phase=lambda name: contextlib.nullcontext(), call_seed=lambda trial: trial,
+                            measure_sizes=lambda inputs, out: None, release_trial=lambda: None,
+                            sandbox=SimpleNamespace(outbox=SimpleNamespace(copies=lambda xs: [x.clone() for x in xs]),
+                                                    request=lambda op, timeout: events.append(op) or {"ok": True}),
+                            expect_ok=lambda reply: reply, release_all_caches=release_all_caches,
+                            note=lambda text: events.append("note"), run_candidate=run_candidate,
+                            reference_worker_first_call=lambda inputs, ref_out, seed: None)
+    trials = judge_trials.Trials(judge)
+    trials.problem_checked = True
+    trials.reference_trial = lambda trial, wide, seed: ([torch.ones(2)], torch.ones(2), None)
+    trials.check_outputs = check_outputs
+    trials.first_trial_guards = lambda *args: None
+    trials.trial_retried_when_full(0, 3)
+    assert events == ["candidate", "note", "release_outputs", ("released", True), "candidate"]
+    with pytest.raises(torch.cuda.OutOfMemoryError):  # short twice: the judge's run() attributes it
+        trials.trial_retried_when_full(1, 3)
