@@ -21,7 +21,13 @@ if [ -n "$CAP_GIB" ]; then
     until grep -q ready ".kbrun-$name/held" || ! kill -0 $holder 2>/dev/null; do sleep 1; done
     echo "$name: capped to $CAP_GIB GiB a GPU, held bytes: $(tr '\n' ' ' < ".kbrun-$name/held")"
 fi
+# The records so far into $OUT every 20 s as well: a call the device's limit ends early (less device time left than
+# SECONDS) brings back what it judged (session 49's last call came back with its log alone).
+# Whole lines only (the run may be writing one), swapped in at once.
+( while sleep 20 && kill -0 $$ 2>/dev/null; do [ -f "$here" ] && head -n "$(wc -l < "$here")" "$here" > "$OUT/.$name-partial" \
+      && mv "$OUT/.$name-partial" "$OUT/$name-results.jsonl"; done ) & copier=$!
 timeout "$seconds" python3 bench/kernelbench_aa.py "${KB:-.kernelbench/KernelBench}" --out ".kbrun-$name" "$@" > "$OUT/$name.log" 2>&1
+kill $copier
 [ -n "$holder" ] && kill $holder
 cp ".kbrun-$name/run/results.jsonl" "$OUT/$name-results.jsonl"
 [ -f ".kbrun-$name/sizes.json" ] && cp ".kbrun-$name/sizes.json" "$OUT/$name-sizes.json"
