@@ -292,7 +292,6 @@ class PairJudge:
         being in that first call alone (poisoned before every call but the first: 0.997)."""
         if self.reference_worker_called:
             return
-        self.reference_worker_called = True
         # What the candidate's __init__ left cached (a warm-up call, say) back first: the candidate's worker is yet to run.
         self.expect_ok(self.sandbox.request("release_memory", self.cfg.timeout, workspaces=True))
         release_cached_memory(self.device, outboxes=self.outboxes())
@@ -305,6 +304,7 @@ class PairJudge:
             self.expect_ok(self.ref_sandbox.request("release_outputs", self.cfg.timeout))
             self.expect_ok(self.ref_sandbox.request("release_memory", self.cfg.timeout, workspaces=True))
         release_cached_memory(self.device, outboxes=self.outboxes())
+        self.reference_worker_called = True  # (only now: a trial that ran out of memory first runs it again)
 
     def release_all_caches(self) -> None:
         """Both workers', then this process's cached GPU memory handed back (the GPU was full). (A candidate that keeps

@@ -285,8 +285,9 @@ class PairTiming:
         try:
             return make()
         except torch.cuda.OutOfMemoryError:
-            self.judge.release_all_caches()
-            return make()
+            pass  # (out of the except block first: its traceback holds what make() had allocated)
+        self.judge.release_all_caches()
+        return make()
 
     def record_timing(self, ref_ms: list, new_ms: list, tight: bool, clocks) -> None:
         """Statistics, roofline figures, clocks and timing flags from the raw samples."""

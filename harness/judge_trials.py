@@ -81,12 +81,14 @@ class Trials:
         call and every process handed its cached blocks back (as timing's retried_when_full: an honest candidate's
         cache, or the reference's, can leave the judge short on a small GPU). A second shortage is the judge's to
         attribute (blame_for_memory)."""
+        flags = list(self.result.flags)  # what the failed attempt found is found again (once) by the second
         try:
             return self.one_trial(trial, total)
         except torch.cuda.OutOfMemoryError as exc:
-            self.judge.note(f"trial {trial + 1} ran again after every cache was handed back: the judge ran out of GPU "
-                            f"memory ({one_line(str(exc), 120)})")
+            self.judge.note(f"trial {trial + 1}: the judge ran out of GPU memory ({one_line(str(exc), 120)}); tried once "
+                            f"more after every cache was handed back")
         # (out of the except block first: its traceback holds the trial's tensors)
+        self.result.flags = flags
         self.judge.expect_ok(self.judge.sandbox.request("release_outputs", self.cfg.timeout))
         self.judge.release_all_caches()
         self.one_trial(trial, total)

@@ -329,14 +329,17 @@ def poison_free_memory(device: torch.device, sizes: list) -> int:
     live), then at most one new block: the cached free bytes can reach a size in all while no one block can serve it
     (pieces, blocks of other streams or private pools), and each allocation is then a new segment (61 of 297 MB, 16.9
     GiB, for KernelBench's 50_conv_standard_2D: issue 37). A new block is kept, poisoned, where nothing cached could
-    serve the size (the output will take a new block: this one); after cached blocks were poisoned it is handed back,
-    else the cache would grow by one output a call. So poisoning grows this process's cache by at most one block a
-    size, one the output then takes.
+    serve the size (the output will take a new block: this one); after cached blocks were poisoned it is surplus,
+    handed back at the end, else the cache would grow by one output a call. So poisoning grows this process's cache by
+    at most one block an output, one the output then takes. Largest size first, every block held until the end: a
+    smaller size's blocks split off the front of a larger output's block would leave that block's tail stale.
     """
     ooms_before = timing.out_of_memory_count(device)
     cuda = device.type == "cuda"
-    held = []  # on a GPU every size's blocks, let go together: a hand-back below frees none of them
-    for nbytes in sorted(sizes):  # smallest first: what a hand-back frees could serve no later size either
+    if cuda:  # blocks freed while a stream still used them are free to hand out only once its work is done
+        torch.cuda.synchronize(device)
+    held, surplus = [], []  # on a GPU every size's blocks, let go together at the end
+    for nbytes in sorted(sizes, reverse=True):
         taken = 0
         try:
             for _ in range(POISON_MAX_BLOCKS if cuda else 4):
@@ -347,13 +350,15 @@ def poison_free_memory(device: torch.device, sizes: list) -> int:
                 taken += 1
                 if cuda and torch.cuda.memory_reserved(device) > reserved:  # a new segment: none cached could serve it
                     if taken > 1:  # the output lands on a poisoned cached block: this new one is surplus
-                        held.pop()
-                        torch.cuda.empty_cache()  # (wholly free segments only: every poisoned block is held)
+                        surplus.append(held.pop())
                     break
         except RuntimeError:  # out of memory: what was filled is poisoned, the rest cannot be reused anyway
             pass
         if not cuda:
             held.clear()
+    if surplus:  # its segments back while every poisoned block is held: emptying the cache frees none of them
+        surplus.clear()
+        torch.cuda.empty_cache()
     del held
     if cuda:
         torch.cuda.synchronize(device)

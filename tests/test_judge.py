@@ -123,10 +123,12 @@ def test_the_reference_workers_first_call_finds_the_room_the_candidates_will():
     """judge.reference_worker_first_call: the candidate's worker emptied first (what its __init__ cached), the
     reference's worker called on the trial's inputs and seed, its freed memory poisoned for outputs of the reference's
     sizes as the candidate's is before its call (an A/A pair leaned 1.2% on an H100 while only one side's first call
-    was poisoned), then emptied of its outputs, cache and workspaces before the candidate's first call; once per pair."""
+    was poisoned), then emptied of its outputs, cache and workspaces before the candidate's first call; once per pair
+    (once made: not where the judge ran out of memory before it)."""
     import contextlib
     from types import SimpleNamespace
 
+    import pytest
     import torch
 
     from harness import channel
@@ -150,3 +152,11 @@ def test_the_reference_workers_first_call_finds_the_room_the_candidates_will():
     assert requests == [("candidate", "release_memory", None, True, None), ("reference", "run", 7, None, [12, 40]),
                         ("reference", "release_outputs", None, None, None),
                         ("reference", "release_memory", None, True, None)]
+
+    def out_of_memory(tensors):
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 6.00 GiB")
+
+    judge.reference_worker_called, judge.ref_sandbox.outbox.copies = False, out_of_memory
+    with pytest.raises(torch.cuda.OutOfMemoryError):
+        PairJudge.reference_worker_first_call(judge, [torch.ones(2)], ref_out, 7)
+    assert not judge.reference_worker_called  # the trial, run again (Trials.trial_retried_when_full), makes it again

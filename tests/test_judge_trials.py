@@ -109,7 +109,6 @@ def test_a_trial_the_judge_ran_out_of_memory_in_runs_once_more_after_every_cache
     (with the failed attempt's tensors already let go), and the trial runs again; a second shortage goes on to be
     attributed (PairJudge.blame_for_memory)."""
     import contextlib
-    import gc
     import weakref
     from types import SimpleNamespace
 
@@ -129,11 +128,11 @@ def test_a_trial_the_judge_ran_out_of_memory_in_runs_once_more_after_every_cache
         return {"items": [out]}
 
     def check_outputs(*args, **kwargs):
+        judge.result.flags.append("output_aliases_input")  # a finding of the attempt: found once, not once an attempt
         if next(shortages):
             raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 6.00 GiB")
 
     def release_all_caches():
-        gc.collect()
         events.append(("released", first_out[-1]() is None))
 
     judge = SimpleNamespace(cfg=SimpleNamespace(trials=2, total_trials=3, timeout=1.0),
@@ -152,5 +151,6 @@ def test_a_trial_the_judge_ran_out_of_memory_in_runs_once_more_after_every_cache
     trials.first_trial_guards = lambda *args: None
     trials.trial_retried_when_full(0, 3)
     assert events == ["candidate", "note", "release_outputs", ("released", True), "candidate"]
+    assert judge.result.flags == ["output_aliases_input"]
     with pytest.raises(torch.cuda.OutOfMemoryError):  # short twice: the judge's run() attributes it
         trials.trial_retried_when_full(1, 3)

@@ -195,7 +195,7 @@ def test_poisoning_takes_one_new_block_at_most_where_no_cached_block_can_serve(c
     nbytes = 32 * MIB  # a large-pool size: a new block for it is a segment of its size, rounded up to 2 MiB
     torch.cuda.synchronize(device)
     torch.cuda.empty_cache()  # what earlier tests left cached: only the free blocks of partly used segments stay
-    if cached == "pieces":  # three 24 MiB blocks kept apart by live spacers: 72 MiB free, no block of 32 MiB
+    if cached == "pieces":  # three 24 MiB blocks (a segment each): 72 MiB free, no block of 32 MiB
         spacers, pieces = [], []
         for _ in range(3):
             pieces.append(torch.full((24 * MIB // 4,), 0.5, device=device))
@@ -244,3 +244,18 @@ def test_poisoning_does_not_grow_the_cache_call_after_call():
         del out
     grown = torch.cuda.memory_reserved(device) - settled
     assert grown < nbytes + 2 * MIB, f"six calls grew this process's cache by {grown / MIB:.0f} MiB"
+
+
+@pytest.mark.gpu
+def test_poisoning_covers_each_output_where_the_outputs_differ_in_size():
+    """Two outputs of the last call cached, 64 MiB and 96 MiB: both new outputs land on poisoned memory. (Smallest size
+    first, the 64 MiB size split the 96 MiB block and left its tail of 32 MiB stale, while the 96 MiB size found too
+    little free to take anything.)"""
+    device = torch.device("cuda", torch.cuda.current_device())
+    torch.cuda.synchronize(device)
+    torch.cuda.empty_cache()
+    small, large = torch.full((64 * MIB // 4,), 0.5, device=device), torch.full((96 * MIB // 4,), 0.5, device=device)
+    del small, large  # the last call's results, left in the blocks when they are freed
+    worker.poison_free_memory(device, [64 * MIB, 96 * MIB])
+    large, small = torch.empty(96 * MIB // 4, device=device), torch.empty(64 * MIB // 4, device=device)
+    assert large.isnan().all() and small.isnan().all()
