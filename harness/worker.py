@@ -340,14 +340,12 @@ def poison_free_memory(device: torch.device, sizes: list) -> int:
         torch.cuda.synchronize(device)
     held, surplus = [], []  # on a GPU every size's blocks, let go together at the end
     for nbytes in sorted(sizes, reverse=True):
-        taken = 0
         try:
-            for _ in range(POISON_MAX_BLOCKS if cuda else 4):
+            for taken in range(1, (POISON_MAX_BLOCKS if cuda else 4) + 1):  # blocks taken for this size, this one included
                 if cuda and cached_free_bytes(device) < nbytes:
                     break  # no cached block this large is left: every one that could serve it is poisoned
                 reserved = torch.cuda.memory_reserved(device) if cuda else 0
                 held.append(torch.empty(nbytes, dtype=torch.uint8, device=device).fill_(POISON_BYTE))
-                taken += 1
                 if cuda and torch.cuda.memory_reserved(device) > reserved:  # a new segment: none cached could serve it
                     if taken > 1:  # the output lands on a poisoned cached block: this new one is surplus
                         surplus.append(held.pop())
