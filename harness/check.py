@@ -223,6 +223,25 @@ def as_accurate(new: TruthError, ref: TruthError, factor: float) -> bool:
             and new.outside <= factor * (ref.outside + CHANCE_OUTSIDE))
 
 
+def within_reference_error(new: torch.Tensor, ref: torch.Tensor, ref_error: TruthError, atol: float, rtol: float,
+                           factor: float, chunk: int) -> tuple:
+    """Where no float64 truth fits: could `new` be as accurate as as_accurate asks, the reference's own error being
+    `ref_error` (measured against the truth on other inputs of the same sizes)? (verdict, worst distance from the
+    reference in tolerances). A necessary condition, not a proof: each within its error of the truth, the two lie at
+    most (1 + factor) * worst tolerances apart, and wherever they lie more than two apart one of them lies more than one
+    from the truth (the counts as_accurate bounds); a tolerance at the reference is at least (1 - rtol * worst) of
+    one at the truth."""
+    shrink = 1 - rtol * ref_error.worst
+    if not (math.isfinite(ref_error.worst) and ref_error.worst > 0 and shrink > 0):
+        return False, math.inf
+    beyond = 2 / shrink  # tolerances at the reference beyond which one side lies more than one from the truth
+    apart = truth_error(new, ref, beyond * atol, beyond * rtol, chunk)  # in units of `beyond` tolerances
+    worst = apart.worst * beyond
+    ok = (worst <= (1 + factor) * ref_error.worst / shrink
+          and apart.outside <= ref_error.outside + factor * (ref_error.outside + CHANCE_OUTSIDE))
+    return ok, worst
+
+
 def constant_would_pass(ref: torch.Tensor, value: float, atol: float, rtol: float, chunk: int) -> bool:
     """Would an output of this one value everywhere pass the comparison with `ref` (float outputs; integer and bool
     outputs: would it be equal)? Without a tensor of the output's size."""

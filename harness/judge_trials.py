@@ -22,6 +22,7 @@ NONDETERMINISM_SHARE = 0.01
 # Findings of one attempt (the second, with the reference's weights, starts without them).
 TRIAL_FLAGS = ("output_aliases_input", "nondeterministic", "reduced_precision", "accurate_vs_fp64")
 ATTEMPT_FIELDS = ("max_abs_err", "max_rel_err", "ref_err_vs_fp64", "new_err_vs_fp64", "trials")
+WITHIN_REFERENCE_ERROR = "within the reference's own error: "  # a note's start (Trials.within_reference_error)
 RANDOM_REFERENCE = ("the reference draws random numbers (Dropout in training mode, say): each correctness call of "
                     "both sides was seeded alike, no float64 truth was used, and timed outputs were not checked")
 
@@ -34,6 +35,7 @@ class Trials:
         self.problem_checked = False  # the problem's own checks run in the first attempt's first two trials
         self.problem_check = None  # lint.ProblemCheck, made at trial 1
         self.ref_err = self.new_err = 0.0  # running maxima of the errors against float64, in tolerances
+        self.ref_err_by_output = {}  # {output index: the reference's TruthError, maxima over the trials}
 
     def run(self) -> None:
         """Every trial with the candidate's own weights (KernelBench's rule). On a wrong value, once more with the
@@ -70,6 +72,7 @@ class Trials:
         for name in ATTEMPT_FIELDS:
             setattr(r, name, None)
         self.ref_err = self.new_err = 0.0
+        self.ref_err_by_output = {}
         return kept
 
     def restore_findings(self, kept: dict) -> None:
@@ -172,8 +175,10 @@ class Trials:
 
     def check_outputs(self, inputs: list, ref_out, reply: dict, label: str, seed, truth=None) -> None:
         """Each output within tolerance of the reference's, or at least as accurate against the float64 truth
-        (check.as_accurate: then accurate_vs_fp64); else incorrect, with the first bad element and both errors. A trial
-        brings its truth (the errors are kept); a timed output's is computed only when the comparison failed."""
+        (check.as_accurate: then accurate_vs_fp64), or, where no truth fits, no further from the reference's than the
+        reference's own error lets it be (within_reference_error); else incorrect, with the first bad element and both
+        errors. A trial brings its truth (the errors are kept); a timed output's is computed only when the comparison
+        failed."""
         new_items, failures = reply["items"], []
         for i, (ref, new) in enumerate(zip(check.items(ref_out), new_items)):
             tol = self.judge.tolerance(ref)
@@ -181,19 +186,41 @@ class Trials:
             self.result.max_abs_err = max(self.result.max_abs_err or 0.0, comparison.max_abs_err)
             self.result.max_rel_err = max(self.result.max_rel_err or 0.0, comparison.max_rel_err)
             if not comparison.ok:
-                failures.append((i, comparison))
+                failures.append((i, ref, new, comparison))
         if truth is None and failures:
             truth = self.judge.truth(inputs, seed)
         errors = self.truth_errors(truth, ref_out, new_items) if truth is not None else {}
         del truth
-        for i, comparison in failures:
+        for i, ref, new, comparison in failures:
+            where = label + (f": output {i}" if len(new_items) > 1 else "")
             ref_error, new_error = errors.get(i, (None, None))
             if ref_error is not None and check.as_accurate(new_error, ref_error, self.cfg.truth_accuracy_factor):
                 if "accurate_vs_fp64" not in self.result.flags:
                     self.result.flags.append(flag("accurate_vs_fp64"))
                 continue
-            raise wrong_values(label + (f": output {i}" if len(new_items) > 1 else ""), comparison, reply,
-                               ref_error, new_error)
+            if ref_error is None and self.within_reference_error(i, ref, new, where, comparison):
+                continue
+            raise wrong_values(where, comparison, reply, ref_error, new_error)
+
+    def within_reference_error(self, i: int, ref, new, where: str, comparison: check.Comparison) -> bool:
+        """With no float64 truth for these inputs (it did not fit beside the workers, as in a timed round): is output
+        `i` no further from the reference's than a candidate as accurate as the reference could be, by the reference's
+        own error against float64 in the trials (check.within_reference_error)? Then it passes, and the notes say so
+        once. Two honest runs of one TF32 convolution by two cuDNN algorithms (each process's choice, by the room it
+        finds) lie further apart than 1e-4: an H200 capped to 79 GiB called level1 76_conv_standard_1D's A/A pair
+        incorrect in timing round 4 for it (0.00057 apart; the reference 33 tolerances from float64)."""
+        ref_error = self.ref_err_by_output.get(i)
+        if ref_error is None or not ref.is_floating_point():
+            return False
+        tol = self.judge.tolerance(ref)
+        ok, apart = check.within_reference_error(new, ref, ref_error, tol["atol"], tol["rtol"],
+                                                 self.cfg.truth_accuracy_factor, self.cfg.compare_chunk_elems)
+        if ok and not any(note.startswith(WITHIN_REFERENCE_ERROR) for note in self.result.notes):
+            self.judge.note(f"{WITHIN_REFERENCE_ERROR}{where}: outside the tolerance of the reference's output "
+                            f"(max abs err {comparison.max_abs_err:.3g}), {apart:.3g} tolerances from it, within what "
+                            f"the reference's own error against float64 in the trials ({ref_error.worst:.3g} "
+                            f"tolerances) allows a candidate as accurate as it; no float64 truth fit for these inputs")
+        return ok
 
     def truth_errors(self, truth, ref_out, new_items: list) -> dict:
         """{output index: (reference's TruthError, candidate's)} for float outputs; the running maxima kept."""
@@ -204,6 +231,9 @@ class Trials:
             tol, chunk = self.judge.tolerance(ref), self.cfg.compare_chunk_elems
             errors[i] = tuple(check.truth_error(x, t, tol["atol"], tol["rtol"], chunk) for x in (ref, new))
             self.ref_err = max(self.ref_err, errors[i][0].worst)
+            seen = self.ref_err_by_output.get(i, check.TruthError(0.0, 0))
+            self.ref_err_by_output[i] = check.TruthError(max(seen.worst, errors[i][0].worst),
+                                                         max(seen.outside, errors[i][0].outside))
             self.new_err = max(self.new_err, errors[i][1].worst)
         self.result.ref_err_vs_fp64, self.result.new_err_vs_fp64 = finite(self.ref_err), finite(self.new_err)
         return errors

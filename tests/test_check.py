@@ -205,6 +205,40 @@ def test_a_reference_far_off_in_a_few_elements_excuses_no_candidate_wrong_in_man
     assert not check.as_accurate(a, check.TruthError(float("inf"), 3), 100.0)  # an infinitely wrong reference excuses nothing
 
 
+def tf32_rounded(x: torch.Tensor, nearest: bool) -> torch.Tensor:
+    """x with TF32's 10-bit mantissa: truncated, or rounded to nearest (two algorithms' ways of one TF32 product)."""
+    bits = x.view(torch.int32) + (0x1000 if nearest else 0)
+    return (bits & ~0x1FFF).view(torch.float32)
+
+
+def test_without_a_truth_two_tf32_products_lie_within_the_references_error_and_bfloat16_does_not():
+    """Two honest TF32 runs of one product (as two cuDNN algorithms are) differ by far more than 1e-4; with no float64
+    truth for their inputs, the reference's own error measured on other inputs still tells them from bfloat16."""
+    for seed in range(3):
+        g = torch.Generator().manual_seed(seed)
+        a, b = torch.randn(256, 1024, generator=g), torch.randn(1024, 256, generator=g)
+        truth = a.double() @ b.double()  # the trial's: the reference's error is measured there
+        ref_error = check.truth_error(tf32_rounded(a, False) @ tf32_rounded(b, False), truth, 1e-4, 1e-4, 1 << 20)
+        c, d = torch.randn(256, 1024, generator=g), torch.randn(1024, 256, generator=g)  # a timed round's inputs
+        ref, other = (tf32_rounded(c, nearest) @ tf32_rounded(d, nearest) for nearest in (False, True))
+        in_bfloat16 = c.bfloat16().float() @ d.bfloat16().float()
+        assert not check.compare(ref, other, 1e-4, 1e-4, 1 << 20).ok
+        assert check.within_reference_error(other, ref, ref_error, 1e-4, 1e-4, 2.0, 1 << 20)[0], (seed, ref_error)
+        assert not check.within_reference_error(in_bfloat16, ref, ref_error, 1e-4, 1e-4, 2.0, 1 << 20)[0]
+
+
+def test_without_a_truth_a_reference_far_off_in_a_few_elements_excuses_no_candidate_wrong_in_many():
+    ref = torch.zeros(1000)
+    far_in_three = check.TruthError(1e3, 3)  # what the trials measured: 1e3 tolerances off, in 3 elements
+    wrong_everywhere = torch.full((1000,), 0.2)  # 2e3 tolerances off: inside the worst that allows (3e3 / 0.9)
+    assert not check.within_reference_error(wrong_everywhere, ref, far_in_three, 1e-4, 1e-4, 2.0, 64)[0]
+    near = ref.clone()
+    near[:3] = 0.2
+    assert check.within_reference_error(near, ref, far_in_three, 1e-4, 1e-4, 2.0, 64)[0]
+    exact = check.TruthError(0.0, 0)  # an exact reference leaves no room: KernelBench's tolerance alone
+    assert not check.within_reference_error(ref + 1e-3, ref, exact, 1e-4, 1e-4, 2.0, 64)[0]
+
+
 def test_a_constant_output_is_tried_without_a_tensor_of_its_size():
     assert check.constant_would_pass(torch.full((5,), 0.5), 0.5, 1e-4, 1e-4, 2)
     assert not check.constant_would_pass(torch.tensor([0.5, 0.6]), 0.5, 1e-4, 1e-4, 1)

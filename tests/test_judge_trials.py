@@ -154,3 +154,43 @@ def test_a_trial_the_judge_ran_out_of_memory_in_runs_once_more_after_every_cache
     assert judge.result.flags == ["output_aliases_input"]
     with pytest.raises(torch.cuda.OutOfMemoryError):  # short twice: the judge's run() attributes it
         trials.trial_retried_when_full(1, 3)
+
+
+def test_with_no_truth_for_its_inputs_an_output_within_the_references_own_error_passes_with_a_note():
+    """A timed round's output outside 1e-4 of the judge's reference where no float64 truth fits (two cuDNN algorithms'
+    TF32 convolutions): correct when the trials measured the reference as far from float64 as that allows, incorrect
+    when they measured it exact or never had a truth."""
+    import contextlib
+    from types import SimpleNamespace
+
+    import pytest
+    import torch
+
+    from harness import check, judge_trials
+    from harness.records import Result
+    from harness.verdict import Status, Verdict
+
+    def trials_with(ref_error):
+        result = Result(problem="p", solution="s", status=Status.CORRECT)
+        judge = SimpleNamespace(cfg=SimpleNamespace(compare_chunk_elems=1 << 20, truth_accuracy_factor=2.0),
+                                result=result, phase=lambda name: contextlib.nullcontext(),
+                                tolerance=lambda ref: {"atol": 1e-4, "rtol": 1e-4}, truth=lambda inputs, seed: None,
+                                note=lambda text: text in result.notes or result.notes.append(text))
+        trials = judge_trials.Trials(judge)
+        if ref_error is not None:
+            trials.ref_err_by_output[0] = ref_error
+        return trials
+
+    ref = torch.linspace(-1, 1, 1000)
+    apart = ref + 3e-4 * torch.sign(torch.sin(torch.arange(1000.0)))  # ~1.5-3 tolerances off, everywhere
+    tf32_like = trials_with(check.TruthError(33.0, 400))
+    for round_ in (4, 8):  # the note once
+        tf32_like.check_outputs([ref], ref, {"items": [apart]}, f"timing round {round_}", None)
+    assert tf32_like.judge.result.notes == [tf32_like.judge.result.notes[0]]
+    assert tf32_like.judge.result.notes[0].startswith(judge_trials.WITHIN_REFERENCE_ERROR + "timing round 4")
+    assert "accurate_vs_fp64" not in tf32_like.judge.result.flags
+    for trials in (trials_with(check.TruthError(0.0, 0)), trials_with(None), tf32_like):
+        bad = apart if trials is not tf32_like else ref + 0.1  # 0.1 is 500-1000 tolerances off: beyond 3 x 33
+        with pytest.raises(Verdict) as raised:
+            trials.check_outputs([ref], ref, {"items": [bad]}, "timing round 9", None)
+        assert raised.value.status == Status.INCORRECT and "timing round 9" in raised.value.error
