@@ -56,6 +56,9 @@ FLAGS = {f.name: f for f in (
                               "reference's, and at least 1% of the tolerance"),
     Flag("accurate_vs_fp64", "outside the tolerance of the reference's output somewhere, but at least as accurate "
                              "as the reference against the float64 truth (truth_accuracy_factor), so correct"),
+    Flag("within_reference_error", "outside the tolerance of the reference's output where no float64 truth fitted "
+                                   "in memory, but within the room the reference's own error against float64 in the "
+                                   "trials leaves (notes say how far), so correct"),
     Flag("weights_copied", "correct only once the reference's weights were copied over its own same-named, "
                            "same-shaped parameters (its own __init__ drew them in another order)"),
     Flag("no_custom_kernel", "its runtime trace shows only kernels or operators the reference launches"),

@@ -55,20 +55,22 @@ def test_every_block_the_judge_holds_at_its_peak_is_named_and_within_the_budget(
     sys.path.insert(0, str(ROOT / "bench"))
     from memory_footprint import peak_blocks
 
-    def judge_sigmoid(batch_size: int, out: str, env: dict) -> None:
+    def judge_sigmoid(batch_size: int, out: str, env: dict) -> dict:
         proc = subprocess.run([sys.executable, "run.py", "--problem", "sigmoid", "--solution",
                                str(ROOT / "bench" / "memory" / "aa_sigmoid.py"), "--set", f"batch_size={batch_size}",
                                "--out", str(tmp_path / out)], cwd=ROOT, env=env, capture_output=True, text=True,
                               timeout=600)
         assert proc.returncode == 0, proc.stderr[-2000:]
+        record = json.loads((tmp_path / out / "results.jsonl").read_text().splitlines()[0])
+        assert record["status"] == "correct", record["error"]
+        return record
 
-    # The device's peaks are measured once per machine by the first pair's judge (~4.5 GiB for a moment, outside the
+    # The device's peaks are measured once per machine by the first pair's judge (~5 GiB for a moment, outside the
     # budget: footprint.py): measured here first, so that the pair below is any later pair (on a fresh H200 this test,
     # run before any other pair, found the measurement's 2 GiB copies at the judge's peak).
-    judge_sigmoid(16, "peaks", dict(os.environ))
-    judge_sigmoid(256, "run", {**os.environ, "HARNESS_MEMORY_HISTORY": str(tmp_path / "history")})
-    record = json.loads((tmp_path / "run" / "results.jsonl").read_text().splitlines()[0])
-    assert record["status"] == "correct", record["error"]
+    first = judge_sigmoid(16, "peaks", dict(os.environ))
+    assert first["sol_pct"] is not None, first["notes"]  # the peaks were measured (or were there): none to come
+    record = judge_sigmoid(256, "run", {**os.environ, "HARNESS_MEMORY_HISTORY": str(tmp_path / "history")})
     history = peak_blocks(tmp_path / "history" / "sigmoid__aa_sigmoid.pickle")
     size = sigmoid_sizes(batch_size=256)
     assert history["peak_allocated"] <= footprint.judge(size) + footprint.SLACK, history

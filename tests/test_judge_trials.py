@@ -156,41 +156,75 @@ def test_a_trial_the_judge_ran_out_of_memory_in_runs_once_more_after_every_cache
         trials.trial_retried_when_full(1, 3)
 
 
-def test_with_no_truth_for_its_inputs_an_output_within_the_references_own_error_passes_with_a_note():
-    """A timed round's output outside 1e-4 of the judge's reference where no float64 truth fits (two cuDNN algorithms'
-    TF32 convolutions): correct when the trials measured the reference as far from float64 as that allows, incorrect
-    when they measured it exact or never had a truth."""
+def trials_without_a_truth(ref_error=None):
+    """Trials whose judge has no float64 truth to give (it does not fit), and, if given, the reference's measured error
+    against float64 for output 0 (as the trials leave it)."""
     import contextlib
     from types import SimpleNamespace
 
+    from harness import judge_trials
+    from harness.records import Result
+    from harness.verdict import Status
+
+    result = Result(problem="p", solution="s", status=Status.CORRECT)
+    judge = SimpleNamespace(cfg=SimpleNamespace(compare_chunk_elems=1 << 20, truth_accuracy_factor=2.0),
+                            result=result, phase=lambda name: contextlib.nullcontext(),
+                            tolerance=lambda ref: {"atol": 1e-4, "rtol": 1e-4}, truth=lambda inputs, seed: None,
+                            note=lambda text: text in result.notes or result.notes.append(text))
+    trials = judge_trials.Trials(judge)
+    if ref_error is not None:
+        trials.ref_err_by_output[0] = ref_error
+    return trials
+
+
+def test_with_no_truth_for_its_inputs_an_output_within_the_references_own_error_passes_flagged():
+    """A timed round's output outside 1e-4 of the judge's reference where no float64 truth fits (two cuDNN algorithms'
+    TF32 convolutions): correct, flagged, with a note, when the trials measured the reference as far from float64 as
+    that allows; incorrect, saying how far, when they measured it exact, never had a truth, or it lies further."""
     import pytest
     import torch
 
     from harness import check, judge_trials
-    from harness.records import Result
     from harness.verdict import Status, Verdict
-
-    def trials_with(ref_error):
-        result = Result(problem="p", solution="s", status=Status.CORRECT)
-        judge = SimpleNamespace(cfg=SimpleNamespace(compare_chunk_elems=1 << 20, truth_accuracy_factor=2.0),
-                                result=result, phase=lambda name: contextlib.nullcontext(),
-                                tolerance=lambda ref: {"atol": 1e-4, "rtol": 1e-4}, truth=lambda inputs, seed: None,
-                                note=lambda text: text in result.notes or result.notes.append(text))
-        trials = judge_trials.Trials(judge)
-        if ref_error is not None:
-            trials.ref_err_by_output[0] = ref_error
-        return trials
 
     ref = torch.linspace(-1, 1, 1000)
     apart = ref + 3e-4 * torch.sign(torch.sin(torch.arange(1000.0)))  # ~1.5-3 tolerances off, everywhere
-    tf32_like = trials_with(check.TruthError(33.0, 400))
+    tf32_like = trials_without_a_truth(check.TruthError(33.0, 400))
     for round_ in (4, 8):  # the note once
         tf32_like.check_outputs([ref], ref, {"items": [apart]}, f"timing round {round_}", None)
-    assert tf32_like.judge.result.notes == [tf32_like.judge.result.notes[0]]
-    assert tf32_like.judge.result.notes[0].startswith(judge_trials.WITHIN_REFERENCE_ERROR + "timing round 4")
-    assert "accurate_vs_fp64" not in tf32_like.judge.result.flags
-    for trials in (trials_with(check.TruthError(0.0, 0)), trials_with(None), tf32_like):
-        bad = apart if trials is not tf32_like else ref + 0.1  # 0.1 is 500-1000 tolerances off: beyond 3 x 33
+    result = tf32_like.judge.result
+    assert len(result.notes) == 1 and result.notes[0].startswith(judge_trials.WITHIN_REFERENCE_ERROR + "timing round 4")
+    assert result.flags == ["within_reference_error"]
+    for trials, bad, says in ((trials_without_a_truth(check.TruthError(0.0, 0)), apart, "beyond the room"),
+                              (trials_without_a_truth(), apart, None),
+                              (tf32_like, ref + 0.1, "beyond the room")):  # 500-1000 tolerances: beyond 3 x 33
         with pytest.raises(Verdict) as raised:
             trials.check_outputs([ref], ref, {"items": [bad]}, "timing round 9", None)
         assert raised.value.status == Status.INCORRECT and "timing round 9" in raised.value.error
+        assert (says in raised.value.error) if says else "float64" not in raised.value.error, raised.value.error
+
+
+def test_the_room_is_the_ordinary_trials_worst_and_never_excuses_a_candidate_the_truth_convicts():
+    """The reference's error per output is the maximum over the ordinary trials that had a truth (a wide trial's, on
+    inputs 3-6x as large, is not what a timed round draws); where a truth is there, it alone decides."""
+    import pytest
+    import torch
+
+    from harness import check
+    from harness.verdict import Verdict
+
+    truth = torch.linspace(-1, 1, 1000, dtype=torch.float64)
+    off = (truth + 3e-3 * torch.sign(torch.cos(torch.arange(1000.0, dtype=torch.float64)))).float()  # 15-30 tolerances
+    exact, timed = truth.float(), truth.float() + 3e-4  # the timed output: 1.5-3 tolerances from the reference
+    trials = trials_without_a_truth()
+    trials.check_outputs([truth], off, {"items": [off]}, "trial 6/7 (wide inputs)", 5, truth=truth.float(), wide=True)
+    with pytest.raises(Verdict):  # only a wide trial measured the reference: no room to go by
+        trials.check_outputs([truth], exact, {"items": [timed]}, "timing round 1", None)
+    trials.check_outputs([truth], off, {"items": [off]}, "trial 1/7", 0, truth=truth.float())
+    trials.check_outputs([truth], exact, {"items": [exact]}, "trial 2/7", 1, truth=truth.float())  # exact: the max stays
+    assert trials.ref_err_by_output[0].worst > 14
+    trials.check_outputs([truth], exact, {"items": [timed]}, "timing round 2", None)
+    generous = trials_without_a_truth(check.TruthError(1e3, 1000))
+    with pytest.raises(Verdict) as raised:  # 250-500 tolerances from the truth, 15-30 for the reference: not as accurate
+        generous.check_outputs([truth], off, {"items": [(truth + 0.05).float()]}, "trial 3/7", 2, truth=truth.float())
+    assert "against float64" in raised.value.error and "within_reference_error" not in generous.judge.result.flags
