@@ -373,6 +373,9 @@ def explain(ours: dict, theirs: dict, note) -> tuple[str, str]:
         return "b", "at least as accurate as the reference against float64 (the reference's own error is no fault)"
     if "weights_copied" in flags:
         return "b", "correct with the reference's weights (its own drew them in another order)"
+    if "within_reference_error" in flags:
+        return "b", ("within the reference's own error against float64 where no float64 truth fitted (the reference's "
+                     "own error is no fault)")
     return "unexplained", f"KernelBench {kb_verdict(theirs)}: {json.dumps(theirs.get('metadata', {}))[:160]}"
 
 

@@ -53,3 +53,10 @@ def test_a_wide_trial_failure_at_the_rounding_level_is_not_called_a_hack():
     assert (kind, why) == ("a", "right only on the inputs get_inputs() draws, wrong on wider ones")
     mutated = {**wide, "flags": ["input_mutated"], "ref_err_vs_fp64": 78.2, "new_err_vs_fp64": 285.2}
     assert realgen.explain(mutated, theirs, None) == ("a", "changes its inputs")  # the other markers come first
+
+
+def test_a_pass_within_the_references_own_error_is_a_rule_of_ours():
+    """KernelBench fails it at 1e-4, the harness passes it (within_reference_error): a difference on purpose."""
+    kind, why = realgen.explain({"status": "correct", "flags": ["within_reference_error"]},
+                                {"compiled": True, "correct": False}, None)
+    assert kind == "b" and "no float64 truth fitted" in why
