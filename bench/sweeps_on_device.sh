@@ -4,12 +4,15 @@
 # records there before the next call: a fresh machine starts from them alone):
 #   KB=.corpus/kb-head/KernelBench bash bench/sweeps_on_device.sh CARD COMMIT SECONDS [SWEEPS]     (carry .corpus)
 # The records are kernelbench-aa-CARD-levels123-COMMIT, -cap40-COMMIT and -cap24-COMMIT (e.g. h100, c247478); SWEEPS
-# picks some of `80 40 24` (default all three, in that order). A sweep whose 250 pairs are all
-# recorded is passed over; one that starts with under 45 s left does not start. Everything comes back in
+# picks some of `80 40 24` (default all three, in that order). A sweep with every problem of KB's levels 1-3 recorded
+# is passed over; one that starts with under 45 s left does not start. Everything comes back in
 # $OUT/sweeps.tgz, with each sweep's log and records (bench/resume_on_device.sh's files).
 card=${1:?CARD}; commit=${2:?COMMIT}; seconds=${3:?SECONDS}; shift 3
 sweeps=${*:-80 40 24}
 end=$((SECONDS + seconds))
+kb=${KB:-.kernelbench/KernelBench}
+problems=$(ls "$kb"/level[123]/*.py | wc -l)  # what bench/kernelbench_aa.py --levels 1,2,3 takes
+[ "$problems" -gt 0 ] || { echo "no KernelBench problems under $kb (set KB)"; exit 2; }
 export PYTHONUNBUFFERED=1
 nvidia-smi -L
 for cap in $sweeps; do
@@ -19,8 +22,8 @@ for cap in $sweeps; do
     done_pairs=$(cat "bench/results/$name-results.jsonl" ".kbrun-$name/run/results.jsonl" 2>/dev/null \
                  | python3 -c 'import json, sys; print(len({json.loads(l)["key"] for l in sys.stdin if l.strip()}))')
     left=$((end - SECONDS))
-    echo "$name: $done_pairs pairs recorded, $left s left"
-    [ "$done_pairs" -ge 250 ] && continue
+    echo "$name: $done_pairs of $problems pairs recorded, $left s left"
+    [ "$done_pairs" -ge "$problems" ] && continue
     [ "$left" -lt 45 ] && break
     CAP_GIB=$gib bash bench/resume_on_device.sh "$name" "$left" --levels 1,2,3
 done
