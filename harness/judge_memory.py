@@ -89,10 +89,10 @@ class PairMemory:
             return Verdict(Status.RUNTIME_ERROR, message)
         own, allowance, its_doing = footprint.candidates_own(self.sizes, demand, self.reference_call_peak)
         if its_doing:
-            return Verdict(Status.RUNTIME_ERROR, f"{message} (it held and asked for {gib(own)} of its own, over its "
-                                                 f"allowance of {gib(allowance)})")
-        return self.too_small(f"{message} (it held and asked for {gib(own)} of its own, within its allowance of "
-                              f"{gib(allowance)}: the GPU had no room for it beside the harness)")
+            return Verdict(Status.RUNTIME_ERROR, f"it held and asked for {gib(own)} of its own, over its allowance of "
+                                                 f"{gib(allowance)}: {message}")
+        return self.too_small(f"it held and asked for {gib(own)} of its own, within its allowance of {gib(allowance)}: "
+                              f"the GPU had no room for it beside the harness", message)
 
     def blame(self, message: str, candidate_pid: int, reference_pid: int) -> Verdict | None:
         """The verdict when the judge or the reference's worker ran out of GPU memory: the candidate's runtime_error
@@ -103,21 +103,23 @@ class PairMemory:
             return None
         held = clocks.gpu_memory_of_groups(self.device.index or 0, [candidate_pid, reference_pid])
         if held is None or self.sizes is None:  # NVML cannot say per process here, or the problem was not sized
-            return self.too_small(f"{message} (the candidate's share of the GPU could not be measured, so it is not "
-                                  f"blamed)")
+            return self.too_small("the candidate's share of the GPU could not be measured, so it is not blamed",
+                                  message)
         candidate, reference = held
         own, allowance, its_doing = footprint.candidates_own(self.sizes, candidate, self.reference_call_peak)
         figures = (f"the candidate's worker held {gib(candidate)} ({gib(own)} its own; allowance {gib(allowance)}), "
                    f"the reference's {gib(reference)}, this judge {gib(reserved_here(self.device))}")
         if its_doing:
             return Verdict(Status.RUNTIME_ERROR, f"{figures} when the harness ran out of GPU memory: {message}")
-        return self.too_small(f"{message} ({figures})")
+        return self.too_small(figures, message)
 
-    def too_small(self, message: str) -> Verdict:
+    def too_small(self, figures: str, message: str) -> Verdict:
         """A GPU out of memory that is not the candidate's doing: this device cannot judge the pair at these sizes
-        (skipped, as the pre-flight check would have, had it known the forward's temporaries), never harness_error."""
-        return Verdict(Status.SKIPPED, f"the GPU ran out of memory, not by the candidate's doing: {message}; "
-                                       f"{problem_info.shrink_hint(self.problem_source, self.overrides)}")
+        (skipped, as the pre-flight check would have, had it known the forward's temporaries), never harness_error.
+        The figures and the --set to shrink come before torch's message, whose list of every process on the GPU
+        would push them past a record's 500 characters (records.one_line)."""
+        return Verdict(Status.SKIPPED, f"the GPU ran out of memory, not by the candidate's doing ({figures}); "
+                                       f"{problem_info.shrink_hint(self.problem_source, self.overrides)}; {message}")
 
 
 def oom_demand(message: str):

@@ -112,6 +112,32 @@ def test_out_of_memory_is_the_candidates_only_beyond_its_allowance(monkeypatch):
     assert memory.blame("the reference's timing worker failed: KeyError", 11, 22) is None
 
 
+def test_an_out_of_memory_skip_keeps_its_figures_and_the_set_to_shrink_in_the_record(monkeypatch):
+    """torch's message lists every process on the GPU: on an H100 capped to 24 GiB (KernelBench's
+    57_conv_transposed_2D) it filled a record's 500 characters, and the figures and the --set were cut off."""
+    from harness import clocks
+    from harness.judge_memory import PairMemory
+    from harness.problem_info import Sizes
+    from harness.records import one_line
+
+    processes = " ".join(f"Process {9000 + n} has 624.00 MiB memory in use." for n in range(12))
+    message = ("the judge ran out of GPU memory in stage 'timing': CUDA out of memory. Tried to allocate 64.00 MiB. "
+               f"GPU 0 has a total capacity of 79.18 GiB of which 21.94 MiB is free. {processes} Of the allocated "
+               "memory 5.90 GiB is allocated by PyTorch, and 200.00 MiB is reserved by PyTorch but unallocated.")
+    conv = Sizes(inputs=1 << 30, outputs=1 << 30, weights=1 << 20, output_dtypes=(torch.float32,))
+    memory = PairMemory(torch.device("cuda", 0), "batch_size = 8\nwidth = 1024\n", {}, conv)
+    monkeypatch.setattr(clocks, "gpu_memory_of_groups", lambda index, groups: [4 << 30, 8 << 30])
+    monkeypatch.setattr("harness.judge_memory.reserved_here", lambda device: 14 << 30)
+    record = one_line(memory.blame(message, 11, 22).error)
+    assert record.startswith("the GPU ran out of memory, not by the candidate's doing (the candidate's worker held "
+                             "4.0 GiB"), record
+    assert "this judge 14.0 GiB" in record and "--set (its sizes: batch_size=8, width=1024)" in record, record
+    assert "CUDA out of memory. Tried to allocate 64.00 MiB" in record  # torch's own figures follow
+    demand = message.replace("the judge ran out of GPU memory in stage 'timing'", "forward raised OutOfMemoryError")
+    record = one_line(memory.worker_out_of_memory(demand).error)  # 6.0 GiB its own: within its allowance
+    assert "within its allowance" in record and "--set (its sizes" in record, record
+
+
 def test_the_candidate_warms_up_with_the_room_the_reference_took_or_the_pair_is_skipped():
     """Timed alike or not at all: on an H100 capped to 24 GiB the reference's worker kept a 4 GiB cuDNN workspace,
     the A/A candidate's had no room for one and ran a slower algorithm (0.301, correct, no tie)."""
