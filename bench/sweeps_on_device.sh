@@ -7,6 +7,8 @@
 # picks some of `80 40 24` (default all three, in that order). A sweep with every problem of KB's levels 1-3 recorded
 # is passed over; one that starts with under 45 s left does not start. Everything comes back in
 # $OUT/sweeps.tgz, with each sweep's log and records (bench/resume_on_device.sh's files).
+# The sweeps measure COMMIT's harness/, configs/ and run.py: where the tree's differ, this copy's are checked out at
+# COMMIT for the sweeps and put back at the end, and the records say sha:<hash of harness/*.py> (harness/environment.py).
 card=${1:?CARD}; commit=${2:?COMMIT}; seconds=${3:?SECONDS}; shift 3
 sweeps=${*:-80 40 24}
 end=$((SECONDS + seconds))
@@ -14,6 +16,12 @@ kb=${KB:-.kernelbench/KernelBench}
 problems=$(ls "$kb"/level[123]/*.py | wc -l)  # what bench/kernelbench_aa.py --levels 1,2,3 takes
 [ "$problems" -gt 0 ] || { echo "no KernelBench problems under $kb (set KB)"; exit 2; }
 export PYTHONUNBUFFERED=1
+measured="harness configs run.py"
+if ! git diff --quiet "$commit" -- $measured; then
+    git checkout "$commit" -- $measured || { echo "no commit $commit here"; exit 2; }
+    trap "git -C '$PWD' checkout HEAD -- $measured" EXIT
+    echo "$measured as at $commit"
+fi
 nvidia-smi -L
 for cap in $sweeps; do
     case $cap in 80) name=kernelbench-aa-$card-levels123-$commit; gib= ;;
