@@ -9,6 +9,8 @@
 # $OUT/sweeps.tgz, with each sweep's log and records (bench/resume_on_device.sh's files).
 # The sweeps measure COMMIT's harness/, configs/ and run.py: where the tree's differ, this copy's are checked out at
 # COMMIT for the sweeps and put back at the end, and the records say sha:<hash of harness/*.py> (harness/environment.py).
+# Where this copy's git lacks COMMIT, they come from .at-COMMIT, carried (made here by
+# `mkdir -p .at-COMMIT && git archive COMMIT harness configs run.py | tar -x -C .at-COMMIT`; .git/info/exclude it).
 card=${1:?CARD}; commit=${2:?COMMIT}; seconds=${3:?SECONDS}; shift 3
 sweeps=${*:-80 40 24}
 end=$((SECONDS + seconds))
@@ -17,9 +19,15 @@ problems=$(ls "$kb"/level[123]/*.py | wc -l)  # what bench/kernelbench_aa.py --l
 [ "$problems" -gt 0 ] || { echo "no KernelBench problems under $kb (set KB)"; exit 2; }
 export PYTHONUNBUFFERED=1
 measured="harness configs run.py"
-if ! git diff --quiet "$commit" -- $measured; then
-    git checkout "$commit" -- $measured || { echo "no commit $commit here"; exit 2; }
+if ! git diff --quiet "$commit" -- $measured 2>/dev/null; then
     trap "git -C '$PWD' checkout HEAD -- $measured" EXIT
+    if git cat-file -e "$commit^{commit}" 2>/dev/null; then
+        git checkout "$commit" -- $measured
+    elif [ -d ".at-$commit/harness" ]; then
+        rm -rf $measured && cp -r ".at-$commit/." .
+    else
+        echo "no commit $commit here, nor .at-$commit"; exit 2
+    fi || exit 2
     echo "$measured as at $commit"
 fi
 nvidia-smi -L
