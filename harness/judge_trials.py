@@ -125,10 +125,10 @@ class Trials:
             del truth
             if trial == 0:
                 self.first_trial_guards(shared, inputs, reply, ref_out, seed)
-            elif reply.get("aliases_input") and flag("output_aliases_input") not in self.result.flags:
+            elif reply.get("aliases_input"):
                 # The worker's word, read on every trial: a candidate that returns an input on some inputs only (an
                 # identity where it holds) is no cheat when its timed output is an input's (compare_timed_output).
-                self.result.flags.append(flag("output_aliases_input"))
+                self.flag_once("output_aliases_input")
         del inputs, shared, reply, ref_out
         with self.phase("correctness.release"):
             self.judge.release_trial()
@@ -171,8 +171,7 @@ class Trials:
         self.problem_checked = trial == 1 or total == 1
         if self.problem_check.findings:
             self.result.problem_findings = list(self.problem_check.findings)
-            if "degenerate_problem" not in self.result.flags:
-                self.result.flags.append(flag("degenerate_problem"))
+            self.flag_once("degenerate_problem")
 
     def check_outputs(self, inputs: list, ref_out, reply: dict, label: str, seed, truth=None, wide=False) -> None:
         """Each output within tolerance of the reference's, or at least as accurate against the float64 truth
@@ -196,14 +195,13 @@ class Trials:
             where = label + (f": output {i}" if len(new_items) > 1 else "")
             ref_error, new_error = errors.get(i, (None, None))
             if ref_error is not None and check.as_accurate(new_error, ref_error, self.cfg.truth_accuracy_factor):
-                if "accurate_vs_fp64" not in self.result.flags:
-                    self.result.flags.append(flag("accurate_vs_fp64"))
+                self.flag_once("accurate_vs_fp64")
                 continue
-            passed, room = False, None
+            room = None
             if ref_error is None:  # no truth for these inputs
                 passed, room = self.within_reference_error(i, ref, new, where, comparison)
-            if passed:
-                continue
+                if passed:
+                    continue
             raise wrong_values(where, comparison, reply, ref_error, new_error, room)
 
     def within_reference_error(self, i: int, ref, new, where: str, comparison: check.Comparison) -> tuple:
@@ -224,8 +222,7 @@ class Trials:
                     f"from float64 in the trials")
         if not ok:
             return False, f"no float64 truth fitted for these inputs; {measured}: beyond the room that leaves"
-        if "within_reference_error" not in self.result.flags:
-            self.result.flags.append(flag("within_reference_error"))
+        self.flag_once("within_reference_error")
         if not any(note.startswith(WITHIN_REFERENCE_ERROR) for note in self.result.notes):
             self.judge.note(f"{WITHIN_REFERENCE_ERROR}{where}: outside the tolerance (max abs err "
                             f"{comparison.max_abs_err:.3g}), {measured}: within what that allows a candidate as "
@@ -267,6 +264,11 @@ class Trials:
         del ref_again
         if spread > NONDETERMINISM_RATIO * ref_spread:  # cuDNN's own run-to-run differences are no finding
             self.result.flags.append(flag("nondeterministic"))
+
+    def flag_once(self, name: str) -> None:
+        """The flag on the result, unless an earlier trial or timing round put it there."""
+        if name not in self.result.flags:
+            self.result.flags.append(flag(name))
 
     def share_of_tolerance(self, ref_out, first: list, second: list) -> float:
         """The largest difference between two runs' outputs as a share of the tolerance (1.0: at its edge); infinite
