@@ -234,15 +234,42 @@ def read_source(path: Path) -> str:
 
 
 def module_constants(source: str) -> dict[str, Any]:
-    """Top-level `NAME = literal` assignments of a module (non-literals map to None)."""
-    constants = {}
+    """Top-level `NAME = value` assignments of a module: literals, and integer arithmetic (or tuples of it) over
+    literals and earlier constants (`batch_size = 8192 * 2`, which --set replaces as it does a literal); anything
+    else maps to None."""
+    constants: dict[str, Any] = {}
     for node in ast.parse(source).body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             try:
                 constants[node.targets[0].id] = ast.literal_eval(node.value)
             except (ValueError, TypeError, SyntaxError, RecursionError):  # not a literal ({[1]: 2} raises TypeError)
-                constants[node.targets[0].id] = None
+                constants[node.targets[0].id] = integer_arithmetic(node.value, constants)
     return constants
+
+
+_INTEGER_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+                ast.FloorDiv: lambda a, b: a // b, ast.Pow: lambda a, b: a ** b if 0 <= b <= 64 else None}
+
+
+def integer_arithmetic(node: ast.AST, constants: dict) -> Optional[int]:
+    """The value of + - * // ** over integer literals and integer constants already found, or a tuple of such
+    values; None for anything else."""
+    if isinstance(node, ast.Tuple):
+        values = tuple(integer_arithmetic(element, constants) for element in node.elts)
+        return None if None in values else values
+    if isinstance(node, ast.Constant):
+        return node.value if type(node.value) is int else None
+    if isinstance(node, ast.Name):
+        return constants.get(node.id) if type(constants.get(node.id)) is int else None
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        value = integer_arithmetic(node.operand, constants)
+        return None if value is None else -value
+    if isinstance(node, ast.BinOp) and type(node.op) in _INTEGER_OPS:
+        left, right = integer_arithmetic(node.left, constants), integer_arithmetic(node.right, constants)
+        if left is None or right is None or (isinstance(node.op, ast.FloorDiv) and right == 0):
+            return None
+        return _INTEGER_OPS[type(node.op)](left, right)
+    return None
 
 
 def parse_set(items: list[str]) -> dict[str, Any]:

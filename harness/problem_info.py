@@ -98,12 +98,17 @@ def memory_shortfall(size: Optional[Sizes], source: str, overrides: dict, availa
 
 
 def shrink_hint(source: str, overrides: dict) -> str:
-    """'shrink the problem with --set', with the problem's integer size constants as this run has them."""
+    """'shrink the problem with --set', with the problem's size constants (integers, shapes) as this run has them."""
     constants = module_constants(source)
     constants.update({name: value for name, value in overrides.items() if name in constants})
-    shrink = ", ".join(f"{name}={value}" for name, value in constants.items()
-                       if isinstance(value, int) and not isinstance(value, bool))
+    shrink = ", ".join(f"{name}={value}" for name, value in constants.items() if is_size(value))
     return "shrink the problem with --set" + (f" (its sizes: {shrink})" if shrink else "")
+
+
+def is_size(value) -> bool:
+    """An integer, or a tuple of integers (a shape)."""
+    values = value if isinstance(value, tuple) and value else (value,)
+    return all(isinstance(v, int) and not isinstance(v, bool) for v in values)
 
 
 def free_memory(device: torch.device) -> int:

@@ -77,6 +77,10 @@ def test_module_constants_and_set_parsing():
     constants = discover.module_constants((ROOT / "problems" / "sigmoid.py").read_text())
     assert constants == {"batch_size": 4096, "dim": 393216}
     assert discover.module_constants("a = {[1]: 2}\nb = 3\nc = f()\n") == {"a": None, "b": 3, "c": None}
+    # KernelBench writes some sizes as arithmetic (level1/98_KLDivLoss: batch_size = 8192 * 2): the --set hint names them
+    assert discover.module_constants("b = 8192 * 2\nd = -b // 4 + 2 ** 3\ne = b * 0.5\nf = 2 ** 1000\ng = 1 // 0\n"
+                                     "s = (b * 2,)\nt = (b, f)\n") == {
+        "b": 16384, "d": -4088, "e": None, "f": None, "g": None, "s": (32768,), "t": None}
     assert discover.parse_set(["batch_size=32", "shape=(1, 2)", "flag=True"]) == {
         "batch_size": 32, "shape": (1, 2), "flag": True}
 

@@ -155,3 +155,10 @@ def test_the_candidate_warms_up_with_the_room_the_reference_took_or_the_pair_is_
     assert raised.value.status == Status.SKIPPED
     assert "took 6.0 GiB" in raised.value.error and "left 4.0 GiB" in raised.value.error, raised.value.error
     assert "batch_size=4096" in raised.value.error  # the --set to shrink it
+
+
+def test_the_sizes_to_shrink_include_arithmetic_and_shapes():
+    # KernelBench's level1/98_KLDivLoss writes its sizes so; a hint of `dim=1` alone gave the user nothing to shrink
+    source = "batch_size = 8192 * 2\ninput_shape = (8192 * 2,)\ndim = 1\nscale = 0.5\nflag = True\n"
+    assert problem_info.shrink_hint(source, {"batch_size": 64}) == (
+        "shrink the problem with --set (its sizes: batch_size=64, input_shape=(16384,), dim=1)")
