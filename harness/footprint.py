@@ -17,7 +17,8 @@ GiB on the H100: beside a pair that crowds the GPU (crowds_the_gpu) none starts 
 by judges that have not (judge_processes.JudgeStarter.make_room); beside any other pair they are taken from the free
 memory its pre-flight check sees. Once per machine (and torch version), the first
 pair's judge measures the device's peaks after its timing (roofline.device_peaks: ~5 GiB for a moment, then handed
-back; where that memory is not free, that pair goes without a speed of light and a later one measures them).
+back, and left out of that judge's reported peak; where that memory is not free, that pair goes without a speed of
+light and a later one measures them).
 """
 from __future__ import annotations
 

@@ -66,6 +66,19 @@ class PairMemory:
             peak = torch.cuda.max_memory_allocated(self.device) - before
             self.reference_call_peak = max(self.reference_call_peak, peak)
 
+    @contextlib.contextmanager
+    def left_out_of_peak(self):
+        """What runs inside is left out of this process's reported peak: the device's peaks, measured once per machine
+        by whichever pair comes first (~5 GiB for a moment, handed back), are no cost of that pair's."""
+        if self.device.type != "cuda":
+            yield
+            return
+        self.peak_reserved = max(self.peak_reserved, torch.cuda.max_memory_reserved(self.device))
+        try:
+            yield
+        finally:
+            torch.cuda.reset_peak_memory_stats(self.device)
+
     def check_room_alike(self, free_before: int, free_after: int) -> None:
         """After the reference's worker warmed up for timing, which left `free_after` of the `free_before` bytes free
         on the GPU: skipped, with the figures, unless the candidate's warm-up has the room the reference's took (less

@@ -314,7 +314,8 @@ class PairTiming:
         """Percent of speed of light for both sides; a candidate faster than the floor is flagged."""
         r = self.result
         try:
-            peaks = roofline.device_peaks(self.device, self.judge.compute_dtype, Path(self.job["peaks_dir"]))
+            with self.judge.memory.left_out_of_peak():
+                peaks = roofline.device_peaks(self.device, self.judge.compute_dtype, Path(self.job["peaks_dir"]))
         except torch.cuda.OutOfMemoryError:  # first measured beside a pair that fills the GPU: measured another time
             release_cached_memory(self.device)
             self.judge.note("no speed of light: the device's peaks could not be measured beside this pair (out of "

@@ -79,10 +79,32 @@ def test_every_block_the_judge_holds_at_its_peak_is_named_and_within_the_budget(
     assert record["peak_mem_mb"]["reference_worker"] is not None
 
 
+@pytest.mark.gpu
+def test_the_pair_that_measures_the_devices_peaks_reports_its_own_peak_alone(tmp_path):
+    """The first pair on a machine measures the device's peaks (2 GiB copies, 8192x8192 matrices): its judge's
+    reported peak leaves them out (a 16x393216 sigmoid, 24 MiB a tensor, reported a 5 GiB judge at c247478)."""
+    import json
+    import subprocess
+    import sys
+
+    config = tmp_path / "fresh-peaks.yaml"
+    config.write_text(f"peaks_cache_dir: {tmp_path / 'peaks'}\n")  # none measured yet: this pair measures them
+    proc = subprocess.run([sys.executable, "run.py", "--problem", "sigmoid", "--solution",
+                           str(ROOT / "bench" / "memory" / "aa_sigmoid.py"), "--set", "batch_size=16",
+                           "--config", str(config), "--out", str(tmp_path / "run")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    record = json.loads((tmp_path / "run" / "results.jsonl").read_text().splitlines()[0])
+    assert record["status"] == "correct" and record["sol_pct"] is not None, record  # the peaks were measured here
+    assert list((tmp_path / "peaks").glob("*.json")), "the pair did not measure the device's peaks"
+    assert record["peak_mem_mb"]["judge"] < 1024, record["peak_mem_mb"]  # the copies alone are 4 GiB
+
+
 def test_a_pair_that_leaves_no_room_to_measure_the_peaks_goes_without_a_speed_of_light(monkeypatch, tmp_path):
     """The device's peaks are measured once per machine, after the first pair's timing (~5 GiB on a GPU): beside a
     pair that fills the GPU that may run out of memory, which costs the pair its SOL figures and nothing else."""
     from harness import roofline
+    from harness.judge_memory import PairMemory
     from harness.judge_timing import PairTiming
     from harness.records import Result
 
@@ -93,7 +115,8 @@ def test_a_pair_that_leaves_no_room_to_measure_the_peaks_goes_without_a_speed_of
     notes = []
     pair = SimpleNamespace(result=Result(problem="p", solution="s", status=Status.CORRECT, new_ms=1.0, ref_ms=1.0),
                            device=torch.device("cpu"), job={"peaks_dir": str(tmp_path)},
-                           judge=SimpleNamespace(compute_dtype=torch.float32, note=notes.append))
+                           judge=SimpleNamespace(compute_dtype=torch.float32, note=notes.append,
+                                                 memory=PairMemory(torch.device("cpu"), "", {}, None)))
     PairTiming.record_roofline(pair)
     assert pair.result.sol_pct is None and pair.result.status == Status.CORRECT
     assert notes and "no speed of light" in notes[0]
