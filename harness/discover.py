@@ -251,7 +251,7 @@ _INTEGER_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mu
                 ast.FloorDiv: lambda a, b: a // b, ast.Pow: lambda a, b: a ** b if 0 <= b <= 64 else None}
 
 
-def integer_arithmetic(node: ast.AST, constants: dict) -> Optional[int]:
+def integer_arithmetic(node: ast.AST, constants: dict) -> Optional[int | tuple]:
     """The value of + - * // ** over integer literals and integer constants already found, or a tuple of such
     values; None for anything else."""
     if isinstance(node, ast.Tuple):

@@ -106,8 +106,8 @@ def shrink_hint(source: str, overrides: dict) -> str:
 
 
 def is_size(value) -> bool:
-    """An integer, or a tuple of integers (a shape)."""
-    values = value if isinstance(value, tuple) and value else (value,)
+    """An integer, or a tuple of integers (a shape; a list once --set's value has crossed JSON to the judge)."""
+    values = value if isinstance(value, (tuple, list)) and value else (value,)
     return all(isinstance(v, int) and not isinstance(v, bool) for v in values)
 
 

@@ -162,3 +162,4 @@ def test_the_sizes_to_shrink_include_arithmetic_and_shapes():
     source = "batch_size = 8192 * 2\ninput_shape = (8192 * 2,)\ndim = 1\nscale = 0.5\nflag = True\n"
     assert problem_info.shrink_hint(source, {"batch_size": 64}) == (
         "shrink the problem with --set (its sizes: batch_size=64, input_shape=(16384,), dim=1)")
+    assert "input_shape=[64]" in problem_info.shrink_hint(source, {"input_shape": [64]})  # --set's tuple, via JSON
