@@ -20,7 +20,7 @@ def poisoned_reuse(device: str, size: int = 4096) -> torch.Tensor:
 def test_poisoning_leaves_no_stale_cpu_memory_whatever_the_heaps_state():
     """In heaps of many states (blocks of other sizes taken and kept, as earlier calls leave them), no stale 'result'
     comes back: the block is poisoned, filled by malloc, or fresh from the OS. Poisoning alone let one through in
-    114 of 2,000 such states (and failed this test in a CI run, after the suite's other tests)."""
+    114 of 2,000 states of a like loop (4,096 floats each time), and failed the earlier test in a CI run."""
     rng, kept = random.Random(0), []
     for _ in range(500):
         for _ in range(rng.randint(0, 20)):
