@@ -371,9 +371,10 @@ def poison_free_memory(device: torch.device, sizes: list) -> int:
 @contextlib.contextmanager
 def heap_filled(device: torch.device):
     """On the CPU with glibc, every block malloc hands out inside is filled first (M_PERTURB): a result freed earlier
-    cannot come back as a stale output where poison_free_memory's blocks missed it, as they did in about 6% of the heap
-    states tests/test_worker.py makes (where malloc places a block moves with the heap's state). Not blocks of under
-    ~1 KiB that glibc's per-thread cache serves; not on a GPU, where poison_free_memory takes every cached block."""
+    cannot come back as a stale output where poison_free_memory's blocks missed it, as they did in 114 of 2,000 heap
+    states of a loop like tests/test_worker.py's (where malloc places a block moves with the heap's state). Not
+    blocks of under ~1 KiB that glibc's per-thread cache serves; not on a GPU, where poison_free_memory takes every
+    cached block."""
     if device.type != "cpu" or not glibc():
         yield
         return
