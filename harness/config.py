@@ -69,6 +69,9 @@ class Config:
     cpu_resolution_pct: float
     host_bound_resolution_pct: float
     host_bound_spread_pct: float
+    process_band_pct: float
+    process_blocks: int
+    replace_pad_mb: int
     excessive_speedup: float
     output_limit_bytes: int
     build_cache_dir: str  # builds
@@ -222,6 +225,8 @@ def check_relations(config: Config) -> None:
     for key in ("timing_resolution_pct", "batched_resolution_pct", "cpu_resolution_pct", "host_bound_resolution_pct"):
         if not 0 <= getattr(config, key) < 10:
             raise ConfigError(f"{key} must be at least 0 and under 10")
+    if config.process_blocks < 1 or config.process_band_pct < 0 or config.replace_pad_mb < 0:
+        raise ConfigError("process_blocks must be at least 1; process_band_pct and replace_pad_mb at least 0")
     if config.host_bound_spread_pct <= 0:
         raise ConfigError("host_bound_spread_pct must be positive")
     if not 0 <= config.launch_lead_us <= 100000:

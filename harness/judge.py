@@ -31,7 +31,7 @@ from harness.judge_trials import Trials
 from harness.problem_info import free_memory, gib
 from harness.load import load_module
 from harness.records import Result, failure, one_line
-from harness.verdict import Status, Verdict
+from harness.verdict import PASSING_FLAGS, Status, Verdict
 from harness.procs import adopt_orphans, children, kill_orphans, make_undumpable, my_children
 from harness.sandbox import Sandbox, WorkerFailure
 
@@ -45,7 +45,9 @@ class PairJudge:
     """Judges one (problem, candidate) pair on one device: correctness here, then timing (PairTiming)."""
 
     def __init__(self, job: dict, workers: tuple, helpers: frozenset, report=None):
-        self.job, self.cfg = job, job["config"]
+        self.job, self.block = job, job.get("block") or 1
+        # A confirmation block (harness.blocks) re-times a pair judged correct on fresh workers: one trial checks them.
+        self.cfg = job["config"] if self.block == 1 else job["config"].replace(trials=1, wide_trials=0)
         self.report = report  # the runner's pipe: each stage is announced there (Reporter.send)
         self.stage = "start"
         self.device = torch_device(job["device"])
@@ -63,6 +65,10 @@ class PairJudge:
         self.on_reference_side = False  # inside reference_side(): a worker's failure there is the reference's
         self.gated = False  # the runner says when to time (judge_protocol.Go): judges ahead may be starting CUDA
         self.constructed_buffers = {}
+        # A stateful problem (semantics.state_tensors; found at trial 1) is judged in lockstep: the state as
+        # constructed, before the last reference call, and at the start of timing, for both sides' restores.
+        self.stateful = None  # None until trial 1's reference call tells
+        self.constructed_state = self.call_state = self.timing_state = {}
         self.worker_threads = torch.get_num_threads()  # what the workers compute with (main() sets it)
         self.random_reference = False  # does the reference draw random numbers (seen on its first call)?
         self.reference_worker_called = False  # has the reference's timing worker made its first call (trial 1)?
@@ -97,6 +103,7 @@ class PairJudge:
             # Buffers as constructed: a training-mode forward updates BatchNorm's running statistics, which are no
             # weights to hand a second attempt.
             self.constructed_buffers = {name: b.detach().clone() for name, b in model_buffers(self.model)}
+            self.constructed_state = semantics.model_state(self.model)
         except torch.cuda.OutOfMemoryError:
             raise  # whose memory it was is decided in run()
         except Exception as exc:
@@ -106,6 +113,8 @@ class PairJudge:
         """The reference output (semantics.call: with a seed, the RNG seeded first). watch_rng: note whether the call
         drew random numbers (random_reference). FLOPs counted on request: FlopCounterMode's first use imports
         torch._dynamo, seconds of CPU, so only pairs that reach timing, and the run's first for each problem, pay."""
+        if self.stateful:
+            self.call_state = semantics.model_state(self.model)  # what this call's float64 truth starts from
         try:
             with self.memory.measured_call():
                 return self.reference_call(inputs, seed, count_flops, watch_rng)
@@ -138,16 +147,18 @@ class PairJudge:
         drawn = check.input_fingerprint(inputs)
         inputs = check.as_float64(inputs)
         release_cached_memory(self.device)  # the float32 draw's blocks: cached through the float64 forward, they made
-        truth = self.truth(inputs, seed, upcast=False)  # the judge's peak 2.5x (inputs + output) on the H100, not 2x
+        state = semantics.model_state(self.model) if self.stateful else None  # (the trial's reference call is to come)
+        truth = self.truth(inputs, seed, upcast=False, state=state)  # the judge's peak 2.5x (inputs + output) on the H100, not 2x
         del inputs
         release_cached_memory(self.device)  # the float64 blocks back: the trial's tensors are smaller
         return (truth, drawn) if truth is not None else None
 
-    def truth(self, inputs: list, seed: int | None, upcast: bool = True):
+    def truth(self, inputs: list, seed: int | None, upcast: bool = True, state: dict | None = None):
         """The float64 ground truth of these inputs, as check.stored_truth keeps it (inputs already float64 unless
         upcast; then the list is emptied once the float64 forward is done). None where the reference draws random
         numbers (float64 draws differ from float32 ones), the model has no float64 form, or it does not fit in the
-        device's free memory (the result's notes say so, once)."""
+        device's free memory (the result's notes say so, once). A stateful problem's truth starts from `state`, else
+        from the state before the last reference call."""
         if not self.cfg.fp64_truth or self.random_reference:
             return None
         size = self.memory.sizes
@@ -159,6 +170,8 @@ class PairJudge:
         try:
             if self.truth_model is None:
                 self.truth_model = copy.deepcopy(self.model).double()
+            if self.stateful:
+                semantics.restore_state(self.truth_model, self.call_state if state is None else state, torch.float64)
             with self.phase("correctness.truth"):
                 inputs64 = check.as_float64(inputs) if upcast else inputs
                 out = semantics.call(self.truth_model, inputs64, seed)
@@ -170,6 +183,53 @@ class PairJudge:
             if OUT_OF_MEMORY.search(str(exc)):
                 self.note(f"no float64 truth: the device ran out of memory for it ({gib(need)} reckoned)")
             return None
+
+    def check_stateful(self, before: dict, inputs: list, ref_out, seed: int) -> None:
+        """After trial 1's reference call (its state before it: `before`, a semantics.state_fingerprint): a problem whose
+        forward changed its state and whose next call on the same inputs then gives another output is stateful: from
+        here on both sides are judged in lockstep (README: How a pair is judged). The extra call's state change is
+        undone."""
+        if self.stateful is not None:
+            return
+        self.stateful = False
+        if semantics.state_fingerprint(self.model) == before:
+            return
+        after = semantics.model_state(self.model)
+        again = self.reference(inputs, seed)
+        semantics.restore_state(self.model, after)
+        differs = any(not check.compare(ref, new, **self.tolerance(ref), chunk=self.cfg.compare_chunk_elems).ok
+                      for ref, new in zip(check.items(ref_out), check.items(again)))
+        if differs:
+            self.stateful = self.result.stateful = True
+            self.note("stateful problem: its forward changes module state that its next output depends on; both "
+                      "sides and the float64 truth were called in lockstep, and each timed call started from the "
+                      "state after the correctness trials")
+
+    def reference_again(self, inputs: list, seed: int):
+        """The reference once more on trial 1's inputs (the nondeterminism check): a stateful model from its state
+        before trial 1 (as constructed), and left as it was after trial 1."""
+        if not self.stateful:
+            return self.reference(inputs, seed)
+        after = semantics.model_state(self.model)
+        semantics.restore_state(self.model, self.constructed_state)
+        try:
+            return self.reference(inputs, seed)
+        finally:
+            semantics.restore_state(self.model, after)
+
+    def timed_reference(self, inputs: list):
+        """The reference's output for a timed round's inputs: a stateful model from its state at the start of timing,
+        as each of the candidate's timed calls starts (Worker.op_set_timing_inputs)."""
+        if self.stateful:
+            semantics.restore_state(self.model, self.timing_state)
+        return self.reference(inputs)
+
+    def restart_state(self) -> None:
+        """A stateful problem's second attempt starts where the first did: both models in their state as constructed
+        (the candidate's as before its first call)."""
+        if self.stateful:
+            semantics.restore_state(self.model, self.constructed_state)
+            self.expect_ok(self.sandbox.request("restore_state", self.cfg.timeout))
 
     def note(self, text: str) -> None:
         """A note for the result, once."""
@@ -257,16 +317,19 @@ class PairJudge:
             raise self.memory.worker_out_of_memory(message)
         raise Verdict(status, message)
 
-    def run_candidate(self, shared: list, ref_out, seed: int) -> dict:
+    def run_candidate(self, shared: list, ref_out, seed: int, restore: bool = False) -> dict:
         """One candidate call on the shared inputs, the RNG seeded as for the reference's call; its reply,
-        structure-checked."""
+        structure-checked. For a stateful problem the worker keeps its state as before its first call, and with
+        `restore` starts this call from it."""
         sizes = poison_sizes(ref_out)
         # Our cached blocks (the reference call's temporaries and workspaces, the checks') back: the candidate's library
         # chooses its algorithm by the room it finds (see reference_worker_first_call).
         release_cached_memory(self.device)
         self.hand_over()
+        if restore and self.stateful:
+            self.expect_ok(self.sandbox.request("restore_state", self.cfg.timeout))
         reply = self.expect_ok(self.sandbox.request("run", self.cfg.timeout, inputs=shared, poison_sizes=sizes,
-                                                    seed=seed))
+                                                    seed=seed, keep_state=bool(self.stateful)))
         problem = check.structure_problem(ref_out, reply)
         if problem:
             raise Verdict(Status.INCORRECT, problem)
@@ -400,6 +463,8 @@ class PairJudge:
                 self.construct_both()
             with self.phase("correctness"):
                 self.trials.run()
+            if self.stateful:
+                self.timing_state = semantics.model_state(self.model)
             PairTiming(self).time_pair()
         except Verdict as verdict:
             self.end_with(verdict)
@@ -420,6 +485,8 @@ class PairJudge:
     def end_with(self, verdict: Verdict) -> None:
         """The pair's status, reason and flags from the verdict that ended it."""
         self.result.status, self.result.error = verdict.status, one_line(verdict.error)
+        if verdict.status != Status.CORRECT:  # how a trial passed says nothing of a verdict that failed
+            self.result.flags = [f for f in self.result.flags if f not in PASSING_FLAGS]
         self.result.flags += verdict.flags
 
     def finish(self) -> None:

@@ -140,11 +140,13 @@ class TimingSetup:
         new_inputs = self.retried_when_full(lambda: self.sandbox.outbox.copies(ref_inputs))
         self.hand_over()  # a worker that maps a pool block it mapped before does not wait for our writes
         with self.reference_side():
-            self.expect_ok(self.ref_sandbox.request("set_timing_inputs", self.cfg.timeout, inputs=ref_inputs))
+            self.expect_ok(self.ref_sandbox.request("set_timing_inputs", self.cfg.timeout, inputs=ref_inputs,
+                                                    stateful=bool(self.judge.stateful)))
         # The reference's worker keeps a copy of its own: ours goes back before the candidate's worker makes its copy.
         del ref_inputs
         release_cached_memory(self.device, outboxes=[self.ref_sandbox.outbox])
-        self.expect_ok(self.sandbox.request("set_timing_inputs", self.cfg.timeout, inputs=new_inputs))
+        self.expect_ok(self.sandbox.request("set_timing_inputs", self.cfg.timeout, inputs=new_inputs,
+                                            stateful=bool(self.judge.stateful)))
         del new_inputs
         release_cached_memory(self.device, outboxes=self.judge.outboxes())
 

@@ -10,7 +10,7 @@ import math
 
 import torch
 
-from harness import check, lint
+from harness import check, lint, semantics
 from harness.records import one_line
 from harness.verdict import Status, Verdict, flag
 
@@ -45,7 +45,10 @@ class Trials:
         try:
             self.all_trials()
         except Verdict as first:
-            if not first.weights_may_explain or not self.judge.adopt_reference_weights():
+            if not first.weights_may_explain:
+                raise
+            self.judge.restart_state()
+            if not self.judge.adopt_reference_weights():
                 raise
             kept = self.forget_findings()
             try:
@@ -151,7 +154,10 @@ class Trials:
         must be the ones the truth saw (else there is no truth: a get_inputs() that seeds itself from the clock)."""
         first = self.judge.truth_first(trial, wide, seed)
         inputs = self.judge.make_inputs(trial, wide)
+        before = semantics.state_fingerprint(self.judge.model) if trial == 0 else None
         ref_out = self.judge.reference(inputs, seed, watch_rng=trial == 0)
+        if before is not None:
+            self.judge.check_stateful(before, inputs, ref_out, seed)
         if first is None or self.judge.random_reference:
             return inputs, ref_out, None
         truth, drawn = first
@@ -251,7 +257,7 @@ class Trials:
         """Aliasing (outputs that change when inputs are overwritten) and run-to-run determinism."""
         if reply.get("aliases_input") or check.aliases_input(reply["items"], shared, inputs):
             self.result.flags.append(flag("output_aliases_input"))
-        again = self.judge.run_candidate(shared, ref_out, seed)
+        again = self.judge.run_candidate(shared, ref_out, seed, restore=True)
         if all(check.same_bits(a, b) for a, b in zip(reply["items"], again["items"])):
             return
         chunk = self.cfg.compare_chunk_elems
@@ -259,7 +265,7 @@ class Trials:
         if spread < float("inf") and (self.share_of_tolerance(ref_out, reply["items"], again["items"])
                                       < NONDETERMINISM_SHARE):
             return  # rounding-level differences (a NaN in one run only is never that)
-        ref_again = self.judge.reference(inputs, seed)  # only now: most candidates give the same bits twice
+        ref_again = self.judge.reference_again(inputs, seed)  # only now: most candidates give the same bits twice
         ref_spread = max(check.max_difference(a, b, chunk) for a, b in zip(check.items(ref_out), check.items(ref_again)))
         del ref_again
         if spread > NONDETERMINISM_RATIO * ref_spread:  # cuDNN's own run-to-run differences are no finding

@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Optional
 
-from harness import builds, discover, environment, judge_processes, records, schedulers, stopping, store
+from harness import blocks, builds, discover, environment, judge_processes, records, schedulers, stopping, store
 from harness.config import Config, config_hash
 from harness.devices import is_gpu
 from harness.environment import ROOT
@@ -173,7 +173,17 @@ def hand_to_judge(pair: discover.Pair, source: str, ctx: RunContext, starter: Op
            "min_speedup": ctx.min_speedup}
     job["flops"], job["tf32_flops"] = ctx.flops.get(flops_key(pair, ctx), (None, None))
     starter = starter or judge_processes.JudgeStarter(ctx, (), ahead=0)
-    result = judge_processes.follow_pair(job, starter.take(ctx.device), ctx.config, log_dir, stem, on_stage, starter)
+
+    def judge(block: int) -> Result:
+        """One block of the pair on a fresh judge and workers (blocks.py: the first, or one confirming its claim)."""
+        started = time.monotonic()
+        name = stem if block == 1 else f"{stem}.block{block}"
+        one = judge_processes.follow_pair({**job, "block": block, "log_path": str(log_dir / f"{name}.worker.log")},
+                                          starter.take(ctx.device), ctx.config, log_dir, name, on_stage, starter)
+        one.wall_s = round(time.monotonic() - started, 3)
+        return one
+
+    result = blocks.judged_in_blocks(judge, ctx.config)
     if result.flops is not None:
         ctx.flops.setdefault(flops_key(pair, ctx), (result.flops, result.tf32_flops))
     return result

@@ -91,3 +91,48 @@ def normal(tensor: torch.Tensor) -> None:
 
 def uniform(tensor: torch.Tensor) -> None:
     tensor.uniform_(0.5, 1.5)
+
+
+# Module state that a forward may change and a later call read (KernelBench v0's VanillaRNN advances `self.hidden`):
+# every buffer and plain tensor attribute of each submodule, never parameters, and never a norm layer's running
+# statistics (a training-mode forward updates them and does not read them; eval mode reads them and does not update).
+RUNNING_STATISTICS = ("running_mean", "running_var", "num_batches_tracked")
+
+
+def state_tensors(model) -> dict:
+    """{(submodule name, attribute): tensor} of the state a forward may change (none for a model that is no nn.Module)."""
+    if not isinstance(model, torch.nn.Module):
+        return {}
+    found = {}
+    for name, module in model.named_modules():
+        norm = isinstance(module, torch.nn.modules.batchnorm._NormBase)
+        for attr, value in [*module._buffers.items(), *vars(module).items()]:
+            if (isinstance(value, torch.Tensor) and not isinstance(value, torch.nn.Parameter)
+                    and not (norm and attr in RUNNING_STATISTICS)):
+                found[(name, attr)] = value
+    return found
+
+
+def state_fingerprint(model) -> dict:
+    """What changes when a forward rebinds or writes into its state: each tensor's identity and version counter."""
+    return {key: (id(t), t._version) for key, t in state_tensors(model).items()}
+
+
+def model_state(model, on_cpu: bool = True) -> dict:
+    """A copy of the model's state (state_tensors), on the CPU (else where each tensor is)."""
+    return {key: t.detach().to("cpu" if on_cpu else t.device, copy=True) for key, t in state_tensors(model).items()}
+
+
+def restore_state(model, state: dict, dtype: Optional[torch.dtype] = None) -> None:
+    """Put a copy of `state` back into the model, each tensor on the device (and in `dtype`, for floating ones, when
+    given: the float64 truth's model) of the attribute it replaces; attributes the model no longer has are set again."""
+    for (name, attr), saved in state.items():
+        module = model.get_submodule(name)
+        current = getattr(module, attr, None)
+        value = saved.to(current.device if isinstance(current, torch.Tensor) else saved.device, copy=True)
+        if dtype is not None and value.is_floating_point():
+            value = value.to(dtype)
+        if attr in module._buffers:
+            module._buffers[attr] = value
+        else:
+            setattr(module, attr, value)

@@ -76,6 +76,9 @@ FLAGS = {f.name: f for f in (
                                "kernel from a wrong one (problem_findings says how)", counts=False, fails_gate=True),
 )}
 
+# Flags that say how a correct verdict was reached: a failed verdict drops them (its reason is why it failed).
+PASSING_FLAGS = ("accurate_vs_fp64", "within_reference_error", "weights_copied")
+
 
 def flag(name: str) -> str:
     """A flag's name, checked against FLAGS (a misspelt flag is a bug, not a finding)."""

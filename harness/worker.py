@@ -114,6 +114,8 @@ class Worker:
         self.held = []  # outputs the judge may still be reading
         self.timing_inputs = self.moving_inputs = None
         self.outputs = EarlierOutputs()
+        self.pad = None  # a confirmation block's placement pad (op_replace)
+        self.first_state = self.timing_state = None  # a stateful problem's state before its first call; at timing
         self.own_ooms = 0  # out-of-memory errors of the harness's own in this process (poisoning), not the candidate's
 
     def settle(self) -> None:
@@ -161,10 +163,13 @@ class Worker:
         copied, changed = copy_matching(self.model, state_dict)
         return channel.ok({"copied_tensors": copied, "changed_tensors": changed})
 
-    def op_run(self, inputs: list, poison_sizes: list, seed: int | None = None):
+    def op_run(self, inputs: list, poison_sizes: list, seed: int | None = None, keep_state: bool = False):
         """One forward call on fresh inputs, with freed memory poisoned first and the RNG seeded as the reference's
-        call was (harness.semantics.call)."""
+        call was (harness.semantics.call). keep_state (a stateful problem): the model's state is kept before its first
+        such call, for op_restore_state."""
         self.held = []
+        if keep_state and self.first_state is None:
+            self.first_state = semantics.model_state(self.model)
         self.own_ooms += poison_free_memory(self.device, poison_sizes)
         try:
             with heap_filled(self.device):
@@ -177,6 +182,13 @@ class Worker:
         self.outputs.remember(out)
         self.held = [out, inputs]
         return channel.ok(reply)
+
+    def op_restore_state(self):
+        """A stateful problem: the model's state as before its first call again (the nondeterminism check's second
+        call, a second attempt), as the judge restores the reference's."""
+        if self.first_state is not None:
+            semantics.restore_state(self.model, self.first_state)
+        return channel.ok({})
 
     def op_release_outputs(self):
         """Let go of the last call's outputs and inputs: the judge has checked them (each is mapped by the judge,
@@ -192,8 +204,9 @@ class Worker:
                 torch.cuda.empty_cache()
         return channel.ok({})
 
-    def op_set_timing_inputs(self, inputs: list):
-        """Keep private copies of the inputs that timed calls use.
+    def op_set_timing_inputs(self, inputs: list, stateful: bool = False):
+        """Keep private copies of the inputs that timed calls use; for a stateful problem, the model's state now (after
+        the correctness trials), which every timed call starts from (the judge checks timed outputs from its own).
 
         Copies, because shared memory is not ordinary memory on the CPU (a tmpfs mapping, without huge
         pages): the reference reads private memory in the judge, so the candidate does the same here.
@@ -204,6 +217,9 @@ class Worker:
             torch.cuda.empty_cache()
         self.moving_inputs = MovingCopies(inputs)  # private
         self.timing_inputs = self.moving_inputs.tensors
+        if stateful:
+            self.timing_state = semantics.model_state(self.model, on_cpu=False)
+            self.timer.before_call = lambda: semantics.restore_state(self.model, self.timing_state)
         return channel.ok({})
 
     def op_refresh_timing_inputs(self, inputs: list):
@@ -222,6 +238,30 @@ class Worker:
             if workspaces and hasattr(torch._C, "_cuda_clearCublasWorkspaces"):
                 torch._C._cuda_clearCublasWorkspaces()
             torch.cuda.empty_cache()
+        return channel.ok({})
+
+    def op_replace(self, pad_bytes: int):
+        """A confirmation block's round (harness.blocks): this process's cached blocks handed back and a pad of the
+        judge's (secret) size held, then one untimed call, so that the call's output, workspace and temporaries land
+        elsewhere than last round (a cuDNN kernel ran 6% slower in some places than in others on the H200:
+        docs/decisions/process-offset.md). Not for a captured graph, whose memory is its own."""
+        if self.device.type != "cuda" or self.timer.method == "cuda_graph":
+            return channel.ok({})
+        self.pad = None
+        self.timer.let_go_of_output()
+        self.timer.sync()
+        torch.cuda.ipc_collect()
+        torch.cuda.empty_cache()
+        try:
+            free = torch.cuda.mem_get_info(self.device)[0]
+            self.pad = torch.empty(min(int(pad_bytes), free // 4), dtype=torch.uint8, device=self.device)
+        except (torch.cuda.OutOfMemoryError, ValueError, TypeError):
+            self.pad = None  # the harness's own: a pad that does not fit is left out, never the candidate's failure
+        try:
+            self.timer.once()
+            self.timer.sync()
+        except BaseException as exc:
+            return channel.failed("runtime_error", "forward raised " + describe(exc))
         return channel.ok({})
 
     def op_last_timed_output(self):
@@ -275,8 +315,9 @@ class Worker:
         each window (timing.Timer.window)."""
         try:
             self.timer.lead_us = float(lead_us)
-            method = self.timer.prepare(self.call_for_timing, warmup, allow_graph, batched, batch, windows,
-                                        inputs=self.timing_inputs)
+            # A stateful model's replays would not start from its state: no graph for it.
+            method = self.timer.prepare(self.call_for_timing, warmup, allow_graph and self.timing_state is None,
+                                        batched, batch, windows, inputs=self.timing_inputs)
             return channel.ok({"method": method, "batch": self.timer.batch})
         except BaseException as exc:
             return channel.failed("runtime_error", "forward raised " + describe(exc))

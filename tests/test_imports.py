@@ -11,7 +11,7 @@ HARNESS = Path(__file__).resolve().parents[1] / "harness"
 # stage's processes, which it starts), a judge, a worker; and what any of them may use. A module imports from its own
 # layer or those below it, never above: a worker knows nothing of judges, a judge nothing of the runner.
 LAYERS = {
-    "runner": {"cli", "runner", "schedulers", "judge_processes", "judge_factory", "builds", "environment", "report",
+    "runner": {"cli", "runner", "blocks", "schedulers", "judge_processes", "judge_factory", "builds", "environment", "report",
                "boards", "gate"},
     "judge": {"judge", "judge_trials", "judge_timing", "judge_timing_setup", "judge_memory", "sandbox", "footprint",
               "roofline", "gpu_probe", "lint"},

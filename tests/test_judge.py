@@ -160,3 +160,22 @@ def test_the_reference_workers_first_call_finds_the_room_the_candidates_will():
     with pytest.raises(torch.cuda.OutOfMemoryError):
         PairJudge.reference_worker_first_call(judge, [torch.ones(2)], ref_out, 7)
     assert not judge.reference_worker_called  # the trial, run again (Trials.trial_retried_when_full), makes it again
+
+
+def test_a_stateful_problem_is_judged_in_lockstep(tmp_path):
+    """KernelBench v0's VanillaRNN advances self.hidden on each call: the reference against itself and an honest rewrite
+    of the recurrence are correct (they were incorrect, 'timing round 4', before lockstep), one that never advances
+    its state is not, and the result says the problem is stateful. No flag of a pass rides on a failed verdict."""
+    from support import judge_run
+
+    folder = FIXTURES / "solutions" / "fx_stateful_rnn"
+    aa = tmp_path / "aa.py"
+    aa.write_text("class ModelNew(Model):\n    pass\n")
+    results, _ = judge_run(str(FIXTURES / "problems" / "fx_stateful_rnn.py"),
+                           [aa, folder / "honest.py", folder / "state_ignored.py"], tmp_path / "run", FAST_CONFIG, 30)
+    for name in ("aa", "honest"):
+        assert results[name]["status"] == "correct", results[name]["error"]
+        assert results[name]["stateful"] is True and results[name]["timed_outputs_checked"] >= 1
+    ignored = results["state_ignored"]
+    assert ignored["status"] == "incorrect" and "trial 2" in ignored["error"], ignored["error"]
+    assert not {"accurate_vs_fp64", "within_reference_error", "weights_copied"} & set(ignored["flags"])

@@ -147,3 +147,40 @@ def test_random_draws_are_seen_and_seeded_calls_repeat_them():
     with semantics.RandomDraws(torch.device("cpu"), 3) as draws:
         semantics.call(torch.nn.ReLU(), [x])
     assert not draws.drawn
+
+
+class _Recurrent(torch.nn.Module):
+    """v0's VanillaRNN in small: a plain tensor attribute advanced each call, beside a BatchNorm."""
+
+    def __init__(self):
+        super().__init__()
+        self.hidden = torch.randn(2, 3)
+        self.i2h = torch.nn.Linear(6, 3)
+        self.norm = torch.nn.BatchNorm1d(3)
+
+    def forward(self, x):
+        self.hidden = torch.tanh(self.i2h(torch.cat((x, self.hidden), dim=1)))
+        return self.norm(self.hidden)
+
+
+def test_state_is_what_a_forward_changes_and_reads_and_it_restores():
+    torch.manual_seed(0)
+    model, x = _Recurrent(), torch.randn(2, 3)
+    assert list(semantics.state_tensors(model)) == [("", "hidden")]  # no parameters, no running statistics
+    before, saved = semantics.state_fingerprint(model), semantics.model_state(model)
+    with torch.no_grad():
+        first = model(x)
+        assert semantics.state_fingerprint(model) != before
+        assert not torch.equal(model(x), first)  # the next output depends on the state
+        semantics.restore_state(model, saved)
+        assert torch.equal(model(x), first)
+        truth = semantics.call(copy_double(model, saved), [x.double()])
+    assert truth.dtype == torch.float64 and torch.allclose(truth.float(), first, atol=1e-5)
+
+
+def copy_double(model, saved):
+    import copy
+
+    twin = copy.deepcopy(model).double()
+    semantics.restore_state(twin, saved, torch.float64)
+    return twin
