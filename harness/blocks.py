@@ -50,11 +50,12 @@ def judged_in_blocks(judge: Callable[[int], Result], cfg: Config) -> Result:
 
 
 def merged(blocks: list) -> Result:
-    """One Result from the blocks: correctness from the first (all its trials); the speedup the blocks' median (the
-    geometric mean of two), the other timing figures the nearest block's; the CI the hull of every block's; flags from
-    all; and each block's figures in `blocks`."""
-    speedup = math.exp(statistics.median(math.log(r.speedup) for r in blocks))
-    middle = min(blocks, key=lambda r: abs(math.log(r.speedup / speedup)))
+    """One Result from the blocks: correctness from the first (all its trials); the speedup the confirmation blocks'
+    median (the geometric mean of two), the other timing figures the nearest one's; the CI the hull of every block's,
+    the first's too; flags from all; and each block's figures in `blocks`."""
+    confirming = blocks[1:] or blocks  # their rounds each time a fresh placement; the first block holds one for good
+    speedup = math.exp(statistics.median(math.log(r.speedup) for r in confirming))
+    middle = min(confirming, key=lambda r: abs(math.log(r.speedup / speedup)))
     result = copy.deepcopy(blocks[0])
     for name in ("speedup", "ref_ms", "new_ms", "gbps", "ref_gbps", "tflops", "ref_tflops", "sol_pct", "ref_sol_pct",
                  "ref_samples_ms", "new_samples_ms", "ref_wall_ms", "new_wall_ms", "timing_rounds", "clocks",

@@ -384,7 +384,7 @@ class Rounds:
         """In a confirmation block (harness.blocks), on a GPU: the worker places its call's allocations anew behind a pad
         of a secret size before each of its samples (Worker.op_replace), so that where they landed is a round's draw,
         not the process's for good."""
-        if self.pair.judge.block > 1 and self.pair.device.type == "cuda" and self.cfg.replace_pad_mb:
+        if self.pair.device.type == "cuda" and self.pair.judge.block > 1 and self.cfg.replace_pad_mb:
             pad = self.rng.randrange(0, (self.cfg.replace_pad_mb << 20) + 1, 1 << 20)
             self.pair.expect_ok(sandbox.request("replace", self.cfg.timeout, pad_bytes=pad))
 

@@ -124,7 +124,7 @@ def fake_pair(ref, new):
     pair.result = SimpleNamespace(rounds_discarded=None, ref_wall_ms=[], new_wall_ms=[], flags=[], gpu_wait_ms=None,
                                   timed_outputs_checked=None, judge_wall_ms=None, ref_batch=1, ref_timer="perf_counter")
     pair.ref_sandbox, pair.sandbox = ref, new
-    pair.judge = SimpleNamespace(make_inputs=lambda seed, wide: [torch.full((4,), float(seed))],
+    pair.judge = SimpleNamespace(block=1, make_inputs=lambda seed, wide: [torch.full((4,), float(seed))],
                                  ref_schedule=procs.Schedule.read(os.getpid()), random_reference=False)
     pair.reference_side = contextlib.nullcontext
     pair.phase = lambda name: contextlib.nullcontext()
@@ -166,7 +166,7 @@ def checked_pair(reply: dict, flags=()):
     pair.sandbox.request = lambda op, timeout, **kwargs: reply
     pair.round_inputs = [torch.tensor([-1.0, 2.0])]
     pair.result.flags = list(flags)
-    pair.judge.reference = lambda inputs: torch.relu(inputs[0])
+    pair.judge.timed_reference = lambda inputs: torch.relu(inputs[0])
     pair.judge.trials = SimpleNamespace(check_outputs=lambda *args: None)
     pair.retried_when_full = lambda make: make()
     return pair
