@@ -34,7 +34,7 @@ def needs_confirmation(result: Result, cfg: Config) -> bool:
 def judged_in_blocks(judge: Callable[[int], Result], cfg: Config) -> Result:
     """judge(block) for block 1, then, while a claim stands within the band, for blocks 2..process_blocks; the merged
     Result. A block that is not correct ends the pair with its own verdict (a fresh worker's wrong output is a
-    finding); a block's claim that no longer stands ends the confirmation early (the CI already holds 1.0)."""
+    finding); blocks that already make the pair a tie end the confirmation early."""
     first = judge(1)
     if not needs_confirmation(first, cfg):
         return first
@@ -44,18 +44,18 @@ def judged_in_blocks(judge: Callable[[int], Result], cfg: Config) -> Result:
         if result.status != Status.CORRECT or result.speedup is None:
             return failed_block(first, result, block)
         blocks.append(result)
-        if not is_claim(merged(blocks)):
+        so_far = merged(blocks)
+        if not is_claim(so_far) and so_far.tie:  # nothing claimed, and no block left to move the point off a tie
             break
     return merged(blocks)
 
 
 def merged(blocks: list) -> Result:
-    """One Result from the blocks: correctness from the first (all its trials); the speedup the confirmation blocks'
-    median (the geometric mean of two), the other timing figures the nearest one's; the CI the hull of every block's,
-    the first's too; flags from all; and each block's figures in `blocks`."""
-    confirming = blocks[1:] or blocks  # their rounds each time a fresh placement; the first block holds one for good
-    speedup = math.exp(statistics.median(math.log(r.speedup) for r in confirming))
-    middle = min(confirming, key=lambda r: abs(math.log(r.speedup / speedup)))
+    """One Result from the blocks: correctness from the first (all its trials); the speedup the blocks' median (the
+    geometric mean of two), the other timing figures the nearest block's; the CI the hull of every block's; flags from
+    all; and each block's figures in `blocks`."""
+    speedup = math.exp(statistics.median(math.log(r.speedup) for r in blocks))
+    middle = min(blocks, key=lambda r: abs(math.log(r.speedup / speedup)))
     result = copy.deepcopy(blocks[0])
     for name in ("speedup", "ref_ms", "new_ms", "gbps", "ref_gbps", "tflops", "ref_tflops", "sol_pct", "ref_sol_pct",
                  "ref_samples_ms", "new_samples_ms", "ref_wall_ms", "new_wall_ms", "timing_rounds", "clocks",

@@ -203,6 +203,10 @@ class Timer:
         self.sync()
         return graph
 
+    def recapture(self) -> None:
+        """The graphs captured again, as prepare captured them (a confirmation block's re-placement: harness.blocks)."""
+        self.graphs = (self.capture(with_call=True), self.capture(with_call=False) if self.cold_cache else None)
+
     def let_go_of_output(self) -> None:
         """Drop the last timed call's output to make room, unless a graph's replays write it: no later round sets that
         one again, and every timed-output check after a trace read None (an A/A pair `incorrect` on the H100)."""

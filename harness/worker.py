@@ -244,11 +244,14 @@ class Worker:
         """A confirmation block's round (harness.blocks): this process's cached blocks handed back and a pad of the
         judge's (secret) size held, then one untimed call, so that the call's output, workspace and temporaries land
         elsewhere than last round (a cuDNN kernel ran 6% slower in some places than in others on the H200:
-        docs/decisions/process-offset.md). Not for a captured graph, whose memory is its own."""
-        if self.device.type != "cuda" or self.timer.method == "cuda_graph":
+        docs/decisions/process-offset.md). A captured graph, whose pool holds its call's memory, is captured again."""
+        if self.device.type != "cuda":
             return channel.ok({})
+        graphed = self.timer.method == "cuda_graph"
         self.pad = None
         self.timer.let_go_of_output()
+        if graphed:
+            self.timer.graphs = self.timer.last_output = None
         self.timer.sync()
         torch.cuda.ipc_collect()
         torch.cuda.empty_cache()
@@ -258,7 +261,7 @@ class Worker:
         except (torch.cuda.OutOfMemoryError, ValueError, TypeError):
             self.pad = None  # the harness's own: a pad that does not fit is left out, never the candidate's failure
         try:
-            self.timer.once()
+            self.timer.recapture() if graphed else self.timer.once()
             self.timer.sync()
         except BaseException as exc:
             return channel.failed("runtime_error", "forward raised " + describe(exc))
