@@ -59,7 +59,7 @@ def merged(blocks: list) -> Result:
     result = copy.deepcopy(blocks[0])
     for name in ("speedup", "ref_ms", "new_ms", "gbps", "ref_gbps", "tflops", "ref_tflops", "sol_pct", "ref_sol_pct",
                  "ref_samples_ms", "new_samples_ms", "ref_wall_ms", "new_wall_ms", "timing_rounds", "clocks",
-                 "ref_timer", "new_timer", "ref_batch", "new_batch"):
+                 "ref_timer", "new_timer", "ref_batch", "new_batch", "round_order"):
         setattr(result, name, copy.deepcopy(getattr(middle, name)))
     result.speedup = speedup
     result.speedup_ci_low = min(r.speedup_ci_low for r in blocks)

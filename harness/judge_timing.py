@@ -143,6 +143,7 @@ class PairTiming:
         if not ref_ms:  # every round had another process on the GPU: no speedup to report
             self.result.timing_rounds = 0
             return
+        self.result.round_order = "".join(side or "?" for side in rounds.first[:len(ref_ms)])
         self.check_timed_output(len(ref_ms) - 1)
         self.result.timed_outputs_checked = 0 if self.judge.random_reference else len(rounds.checked) + 1
         self.record_timing(ref_ms, new_ms, tight, rounds.clocks)
@@ -355,6 +356,7 @@ class Rounds:
         self.ref_judged, self.new_judged = [], []  # the judge's own wall clock (ms) around each timing request
         self.rng = random.Random(pair.job["secret"])
         self.checked = []  # rounds whose timed output was checked
+        self.first = []  # which side each round timed first: "R" (reference) or "N" (candidate)
 
     def gpu_is_ours(self) -> None:
         """Before a window: other processes' GPU work drained (the other worker is stopped by now). Before both
@@ -369,6 +371,7 @@ class Rounds:
         kept = self.window_clean and not (self.probe and self.probe.other_work_ms() > 0)
         self.window_clean = True
         if not kept:
+            self.first.pop()
             self.result.rounds_discarded = (self.result.rounds_discarded or 0) + 1
             for samples in (self.ref_judged, self.new_judged, self.result.ref_wall_ms, self.result.new_wall_ms):
                 samples.pop()
@@ -396,6 +399,7 @@ class Rounds:
             self.gpu_is_ours()
             ms, wall = plausible_sample(pair.expect_ok(pair.ref_sandbox.request("time", self.cfg.timeout)))
             self.ref_judged.append(pair.ref_sandbox.last_request_ms)
+        self.went_first("R")
         self.result.ref_wall_ms.append(wall)
         if self.clocks:
             self.clocks.sample()
@@ -408,6 +412,7 @@ class Rounds:
         self.gpu_is_ours()
         ms, wall = plausible_sample(pair.expect_ok(pair.sandbox.request("time", self.cfg.timeout)))
         self.new_judged.append(pair.sandbox.last_request_ms)
+        self.went_first("N")
         self.result.new_wall_ms.append(wall)
         return ms
 
@@ -419,6 +424,12 @@ class Rounds:
             self.checked.append(index - 1)
             self.pair.check_reference_scheduling()
         self.pair.make_round_inputs(index)
+        self.first.append(None)
+
+    def went_first(self, side: str) -> None:
+        """Note the side that opens this round (samples outside rounds, the tampering re-check's, are not rounds)."""
+        if self.first and self.first[-1] is None:
+            self.first[-1] = side
 
 
 def target_pct(cfg: Config, method: str) -> float:

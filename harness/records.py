@@ -114,6 +114,8 @@ class Result:
     timing_rounds: Optional[int] = column("timing rounds run", None)
     ref_samples_ms: list = column("the reference's raw samples: one call's time each (ms)", factory=list)
     new_samples_ms: list = column("the candidate's raw samples", factory=list)
+    round_order: Optional[str] = column("which side each kept round timed first: R (the reference) or N (the "
+                                        "candidate), one letter a round, in the samples' order", None)
     ref_wall_ms: list = column("host wall time around each reference sample (ms)", factory=list)
     new_wall_ms: list = column("the same for the candidate", factory=list)
     peak_mem_mb: Optional[dict] = column("peak memory (MB) of the judge, the candidate's worker and the "
