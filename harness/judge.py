@@ -46,8 +46,7 @@ class PairJudge:
 
     def __init__(self, job: dict, workers: tuple, helpers: frozenset, report=None):
         self.job, self.block = job, job.get("block") or 1
-        # A confirmation block (harness.blocks) re-times a pair judged correct on fresh workers: one trial checks them.
-        self.cfg = job["config"] if self.block == 1 else job["config"].replace(trials=1, wide_trials=0)
+        self.cfg = job["config"] if self.block == 1 else confirmation_config(job["config"])
         self.report = report  # the runner's pipe: each stage is announced there (Reporter.send)
         self.stage = "start"
         self.device = torch_device(job["device"])
@@ -511,6 +510,14 @@ class PairJudge:
         if self.device.type == "cuda":
             self.result.worker_ooms = {"worker": reported_count(infos.get("candidate"), "ooms"),
                                        "reference_worker": reported_count(infos.get("reference"), "ooms")}
+
+
+def confirmation_config(cfg: Config) -> Config:
+    """A confirmation block's settings (harness.blocks): it re-times a pair judged correct on fresh workers, so one
+    trial checks them, and half the rounds and seconds give a fresh draw of the processes' offset (its CI joins the
+    hull: a wider one never makes a claim)."""
+    return cfg.replace(trials=1, wide_trials=0, max_rounds=max(cfg.min_rounds, cfg.max_rounds // 2),
+                       max_timing_s=cfg.max_timing_s / 2)
 
 
 def poison_sizes(ref_out) -> list:

@@ -69,7 +69,9 @@ def outcome(r: Result) -> str:
     """A finished pair in a few words: its status, its speedup (and flags that void it), or its reason."""
     if r.status == "correct":
         unranked = verdict.not_counted_reason(r.flags)  # flags that make the speedup no measurement
-        return "correct" + (f", {speed_text(r)}" if r.speedup is not None else "") + (f" ({unranked})" if unranked else "")
+        blocks = f" ({len(r.blocks)} blocks of fresh workers)" if r.blocks else ""
+        return ("correct" + (f", {speed_text(r)}" if r.speedup is not None else "") + blocks
+                + (f" ({unranked})" if unranked else ""))
     return f"{r.status}" + (f": {r.error[:100]}" if r.error else "")
 
 

@@ -96,3 +96,11 @@ def test_a_process_offset_claimed_by_one_worker_is_withdrawn_on_fresh_workers(tm
     assert first["speedup_ci_high"] < 0.85, first  # the first process's claim
     assert fresh and fresh[0]["speedup"] > 0.85, fresh  # the later processes are as fast as the reference's
     assert result["speedup_ci_low"] <= 1.0 <= result["speedup_ci_high"]
+
+
+def test_a_confirmation_block_checks_its_fresh_workers_with_one_trial_and_half_the_rounds():
+    from harness.judge import confirmation_config
+
+    cfg = confirmation_config(CFG)
+    assert (cfg.trials, cfg.wide_trials, cfg.min_rounds) == (1, 0, CFG.min_rounds)
+    assert cfg.max_rounds == CFG.max_rounds // 2 and cfg.max_timing_s == CFG.max_timing_s / 2
