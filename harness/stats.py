@@ -81,7 +81,7 @@ def alternate_rounds(ref_call: Callable[[], float], new_call: Callable[[], float
                      clock: Callable[[], float] = time.monotonic,
                      round_kept: Callable[[], bool] = lambda: True, calls_per_sample: int = 1,
                      undecided: Callable[[list, list], bool] | None = None) -> tuple[list, list, bool]:
-    """Rounds of one sample per side in random order, until the speedup's CI is tight or a cap is hit.
+    """Rounds of one sample per side in counterbalanced random order, until the speedup's CI is tight or a cap is hit.
 
     `before_round(i)` runs before round i (new input contents, checks of the previous round's output);
     `round_kept()` after each round: a round it rejects (another process used the GPU) is dropped.
@@ -97,6 +97,7 @@ def alternate_rounds(ref_call: Callable[[], float], new_call: Callable[[], float
     ref_ms, new_ms = [], []
     calls = {"ref": (ref_call, ref_ms), "new": (new_call, new_ms)}
     attempts = [0]  # rounds run, dropped ones included: the judge's deadline holds even when every round is dropped
+    order = []
 
     def tight() -> bool:
         return len(ref_ms) >= cfg.min_rounds and ci_is_tight(speedup_with_ci(ref_ms, new_ms), cfg.target_ci_pct)
@@ -104,7 +105,11 @@ def alternate_rounds(ref_call: Callable[[], float], new_call: Callable[[], float
     def one_round() -> None:
         attempts[0] += 1
         before_round(len(ref_ms))
-        for side in rng.sample(["ref", "new"], 2):
+        # Counterbalanced: each pair of rounds opens once with each side, which one first drawn at random, so that an
+        # advantage of opening (or closing) a round cancels rather than following the draws of the run's secret
+        # (docs/decisions/process-offset.md: fresh workers within one run agreed on a lean, runs disagreed).
+        order[:] = rng.sample(["ref", "new"], 2) if attempts[0] % 2 else order[::-1]
+        for side in order:
             call, samples = calls[side]
             samples.append(call())
         if not round_kept():

@@ -177,3 +177,15 @@ def test_dropped_rounds_are_not_kept_and_the_deadline_holds():
     ref, new, tight = stats.alternate_rounds(lambda: 2.0, lambda: 1.0, ROUNDS_CFG.replace(max_timing_s=5.0),
                                              random.Random(0), clock=clock, round_kept=lambda: False)
     assert ref == new == [] and not tight
+
+
+def test_alternate_rounds_open_with_each_side_once_in_every_pair_of_rounds():
+    """Counterbalanced: whatever the secret's draws, every two rounds open once with each side."""
+    for seed in range(5):
+        opened = []
+        noise = random.Random(seed + 100)
+        calls = {side: (lambda side=side: opened.append(side) or noise.uniform(0.5, 1.5)) for side in ("ref", "new")}
+        ref, _, _ = stats.alternate_rounds(calls["ref"], calls["new"], ROUNDS.replace(target_ci_pct=0.0001, max_rounds=40),
+                                           random.Random(seed))
+        first = opened[::2][:len(ref)]
+        assert len(ref) == 40 and all(sorted(first[i:i + 2]) == ["new", "ref"] for i in range(0, 40, 2))
