@@ -105,10 +105,7 @@ def alternate_rounds(ref_call: Callable[[], float], new_call: Callable[[], float
     def one_round() -> None:
         attempts[0] += 1
         before_round(len(ref_ms))
-        # Counterbalanced: each pair of rounds opens once with each side, which one first drawn at random, so that an
-        # advantage of opening (or closing) a round cancels rather than following the draws of the run's secret
-        # (docs/decisions/process-offset.md: fresh workers within one run agreed on a lean, runs disagreed).
-        order[:] = rng.sample(["ref", "new"], 2) if attempts[0] % 2 else order[::-1]
+        order[:] = opening_order(rng, attempts[0], order)
         for side in order:
             call, samples = calls[side]
             samples.append(call())
@@ -129,6 +126,14 @@ def alternate_rounds(ref_call: Callable[[], float], new_call: Callable[[], float
             if len(ref_ms) % 5 == 0 and not undecided(ref_ms, new_ms):
                 break
     return ref_ms, new_ms, tight()
+
+
+def opening_order(rng: random.Random, attempt: int, last: list) -> list:
+    """The sides' order in round `attempt` (from 1), counterbalanced: each pair of rounds opens once with each side, the
+    first of the pair drawn at random, so that an advantage of opening (or closing) a round cancels instead of
+    following the run's secret (docs/decisions/process-offset.md: fresh workers in one run agreed on a lean, runs
+    disagreed)."""
+    return rng.sample(["ref", "new"], 2) if attempt % 2 else last[::-1]
 
 
 def medians(samples) -> tuple[float, float]:

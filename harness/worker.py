@@ -261,11 +261,23 @@ class Worker:
         except (torch.cuda.OutOfMemoryError, ValueError, TypeError):
             self.pad = None  # the harness's own: a pad that does not fit is left out, never the candidate's failure
         try:
-            self.timer.recapture() if graphed else self.timer.once()
-            self.timer.sync()
+            self.placed_call(graphed)
         except BaseException as exc:
             return channel.failed("runtime_error", "forward raised " + describe(exc))
         return channel.ok({})
+
+    def placed_call(self, graphed: bool) -> None:
+        """op_replace's untimed call (a graph's capture), whose allocations land beside the pad; an out-of-memory with
+        the pad held is the pad's doing, never the candidate's: once more without it."""
+        try:
+            self.timer.recapture() if graphed else self.timer.once()
+        except torch.cuda.OutOfMemoryError:
+            if self.pad is None:
+                raise
+            self.pad = None
+            torch.cuda.empty_cache()
+            self.timer.recapture() if graphed else self.timer.once()
+        self.timer.sync()
 
     def op_last_timed_output(self):
         """What the last timed call returned, for the judge to check."""
