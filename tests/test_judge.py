@@ -179,3 +179,21 @@ def test_a_stateful_problem_is_judged_in_lockstep(tmp_path):
     ignored = results["state_ignored"]
     assert ignored["status"] == "incorrect" and "trial 2" in ignored["error"], ignored["error"]
     assert not {"accurate_vs_fp64", "within_reference_error", "weights_copied"} & set(ignored["flags"])
+
+
+def test_a_failed_verdict_drops_the_flags_that_say_how_a_trial_passed():
+    """A timed round that fails after trials that passed by accurate_vs_fp64 is incorrect, and only that: its flags
+    agree with its reason (v0's VanillaRNN against itself was `incorrect` with accurate_vs_fp64 before lockstep)."""
+    from types import SimpleNamespace
+
+    from harness.judge import PairJudge
+    from harness.records import Result
+    from harness.verdict import Status, Verdict
+
+    judged = SimpleNamespace(result=Result(problem="p", solution="s", status=Status.CORRECT,
+                                           flags=["accurate_vs_fp64", "no_custom_kernel", "weights_copied"]))
+    PairJudge.end_with(judged, Verdict(Status.INCORRECT, "timing round 4: wrong values", "wrong_timed_output"))
+    assert judged.result.flags == ["no_custom_kernel", "wrong_timed_output"]
+    passed = SimpleNamespace(result=Result(problem="p", solution="s", status=Status.CORRECT, flags=["accurate_vs_fp64"]))
+    PairJudge.end_with(passed, Verdict(Status.CORRECT, None))
+    assert passed.result.flags == ["accurate_vs_fp64"]
