@@ -377,12 +377,6 @@ class Rounds:
                 samples.pop()
         return kept
 
-    # Each side's window follows its own copy of the round's inputs, the same way on both sides. With both copies
-    # made before the round, the reference's first, the candidate's inputs were always the last written: on the
-    # H100, 7 of the 8 claimed --small level1 CIs that missed 1.0 at bf7d6ca favoured the candidate (with this
-    # order, at 7710ba4, 2 of 28 missed, both favouring the reference); on the 2-core CPU the two workers of an A/A
-    # pair then fell into different allocation regimes in half the pairs, and in none with this order
-    # (bench/results/aa-coverage/).
     def replace_side(self, sandbox) -> None:
         """In a confirmation block (harness.blocks), on a GPU: the worker places its call's allocations anew behind a pad
         of a secret size before each of its samples (Worker.op_replace), so that where they landed is a round's draw,
@@ -391,6 +385,12 @@ class Rounds:
             pad = self.rng.randrange(0, (self.cfg.replace_pad_mb << 20) + 1, 1 << 20)
             self.pair.expect_ok(sandbox.request("replace", self.cfg.timeout, pad_bytes=pad))
 
+    # Each side's window follows its own copy of the round's inputs, the same way on both sides. With both copies
+    # made before the round, the reference's first, the candidate's inputs were always the last written: on the
+    # H100, 7 of the 8 claimed --small level1 CIs that missed 1.0 at bf7d6ca favoured the candidate (with this
+    # order, at 7710ba4, 2 of 28 missed, both favouring the reference); on the 2-core CPU the two workers of an A/A
+    # pair then fell into different allocation regimes in half the pairs, and in none with this order
+    # (bench/results/aa-coverage/).
     def ref_sample(self) -> float:
         pair = self.pair
         with pair.reference_side():
