@@ -1,0 +1,50 @@
+#!/bin/bash
+# Issue 60's GPU checks, one PART per call of a lent machine (each fits its 10 minutes; carry .corpus, and for `ab`
+# the older tree too):
+#   bash bench/issue60_on_device.sh COMMIT diag|head|v0|convt|ab [SECONDS]
+#   diag   KernelBench v0's level2 61_, 29_ and level1 100_ against themselves, twice, on one GPU: each pair's
+#          ratios split by the side that opened the round (round_order): do they lean by the order?
+#   head   today's KernelBench levels 1-3 A/A on every GPU of the machine, resumed from bench/results/
+#          kernelbench-aa-h200-levels123-COMMIT-results.jsonl (copy each call's records there before the next)
+#   v0     the same for KernelBench v0 (6500bbc): kernelbench-v0-aa-h200-levels123-COMMIT
+#   convt  bench/convt3d_on_device.sh: the eight ConvTranspose3d problems, 5 runs each, fresh workers every run
+#   ab     sweep wall time against 25bfc02 on one GPU (bench/commit_ab.sh; made here first by
+#          `mkdir -p .ab-25bfc02 && git archive 25bfc02 harness configs run.py bench/kernelbench_aa.py
+#          bench/aa_coverage.py | tar -x -C .ab-25bfc02`, carried): every 25th problem of levels 1-3 and the
+#          ConvTranspose3d ones, each tree twice, interleaved
+# COMMIT names the records (the device's git may not hold it). KB and KB_V0 default to .corpus/kb-head and kb-v0.
+commit=${1:?COMMIT}; part=${2:?PART}; seconds=${3:-540}
+head=${KB:-.corpus/kb-head/KernelBench}; v0=${KB_V0:-.corpus/kb-v0/KernelBench}
+export PYTHONUNBUFFERED=1
+nvidia-smi -L
+case $part in
+diag)
+    for run in 1 2; do
+        rm -rf ".diag-$run"
+        timeout 200 python3 bench/kernelbench_aa.py "$v0" --out ".diag-$run" --problems level2/61_ level2/29_ level1/100_ \
+            > "$OUT/diag-$run.log" 2>&1
+        cat ".diag-$run/run/results.jsonl" >> "$OUT/diag-v0-$commit-results.jsonl"
+    done
+    python3 - "$OUT/diag-v0-$commit-results.jsonl" <<'PY'
+import json, math, statistics, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    order = r.get("round_order") or ""
+    ratios = [math.log(a / b) for a, b in zip(r["ref_samples_ms"], r["new_samples_ms"])]
+    split = {s: [x for x, o in zip(ratios, order) if o == s] for s in "RN"}
+    said = {s: round(math.exp(statistics.median(v)), 3) if v else None for s, v in split.items()}
+    print(f"{r['problem'][:34]:34} {r['speedup']:.3f} [{r['speedup_ci_low']:.3f}, {r['speedup_ci_high']:.3f}] "
+          f"blocks {[round(b['speedup'], 3) for b in r.get('blocks') or []]} R-first {len(split['R'])}: {said['R']} "
+          f"N-first {len(split['N'])}: {said['N']}")
+PY
+    ;;
+head) KB=$head bash bench/resume_on_device.sh "kernelbench-aa-h200-levels123-$commit" "$seconds" --levels 1,2,3 -- --devices all ;;
+v0) KB=$v0 bash bench/resume_on_device.sh "kernelbench-v0-aa-h200-levels123-$commit" "$seconds" --levels 1,2,3 -- --devices all ;;
+convt) KB=$head timeout "$seconds" bash bench/convt3d_on_device.sh "convt3d-aa-h200-$commit" 5 ;;
+ab)
+    sample=$(cd "$head" && ls level1/*.py level2/*.py level3/*.py | sort -t/ -k2 -n | awk 'NR % 25 == 1' \
+             | sed 's/\.py$//' | sed 's/\([0-9]*_\).*/\1/')
+    CUDA_VISIBLE_DEVICES=0 KB=$head timeout "$seconds" bash bench/commit_ab.sh .ab-25bfc02,. $sample \
+        level1/58_ level1/68_ level1/70_ level2/61_ ;;
+*) echo "PART is diag, head, v0, convt or ab"; exit 2 ;;
+esac
