@@ -241,12 +241,13 @@ class JudgeStarter:
             with self.lock:
                 self.ready[device].append(replacement)
 
-    def take(self, device: str) -> Judge:
+    def take(self, device: str, confirming: bool = False) -> Judge:
         """A started judge for this device (and another one started in its place while the run has pairs for it,
-        unless the run was stopped). Start-ups on the device wait until the pair says it leaves room."""
+        unless the run was stopped). Start-ups on the device wait until the pair says it leaves room. A judge for a
+        confirmation block (harness.blocks) is no pair of the run's: the pairs left stay as many."""
         stopping.check()
         with self.lock:
-            self.left -= 1
+            self.left -= 0 if confirming else 1
             waiting = self.ready.get(device, [])
             taken = waiting.pop(0) if waiting else None
             if taken is not None:

@@ -179,7 +179,8 @@ def hand_to_judge(pair: discover.Pair, source: str, ctx: RunContext, starter: Op
         started = time.monotonic()
         name = stem if block == 1 else f"{stem}.block{block}"
         one = judge_processes.follow_pair({**job, "block": block, "log_path": str(log_dir / f"{name}.worker.log")},
-                                          starter.take(ctx.device), ctx.config, log_dir, name, on_stage, starter)
+                                          starter.take(ctx.device, confirming=block > 1), ctx.config, log_dir, name,
+                                          on_stage, starter)
         one.wall_s = round(time.monotonic() - started, 3)
         return one
 

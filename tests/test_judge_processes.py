@@ -211,3 +211,16 @@ def test_openmp_threads_sleep_on_gpu_runs_only_and_the_users_setting_wins(monkey
     monkeypatch.setattr(judge_processes, "USER_ENV", {"OMP_WAIT_POLICY": "ACTIVE"})
     assert judge_processes.judge_env("cuda:0")["OMP_WAIT_POLICY"] == "ACTIVE"
     assert judge_processes.judge_env("cpu")["GLIBC_TUNABLES"] == "glibc.malloc.tcache_count=0"
+
+
+def test_a_confirmation_blocks_judge_leaves_the_pairs_to_come_their_judges_ahead(tmp_path, monkeypatch):
+    """A claim confirmed on fresh workers takes judges of its own (harness.blocks): the run still has as many pairs to
+    come, so the judge ahead it took is replaced, and the next pair finds one waiting."""
+    starter = starter_of(tmp_path, monkeypatch, ahead=1, pairs=2)
+    first = starter.take("cuda:0")
+    (ahead,) = starter.ready["cuda:0"]
+    block = starter.take("cuda:0", confirming=True)
+    assert block is ahead and starter.left == 1 and len(starter.ready["cuda:0"]) == 1  # replaced for the next pair
+    for judge in (first, block, *starter.ready["cuda:0"]):
+        judge.dismiss()
+    starter.close()
