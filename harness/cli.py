@@ -123,6 +123,20 @@ def dispatch(argv: list) -> int:
     return evaluate(run_parser().parse_args(argv), argv)
 
 
+def check_sizes_run(problem_paths: list, overrides: dict) -> None:
+    """--set values that break a problem (its get_inputs(), Model(...) or forward raises with them, on the meta device,
+    and not without them) are the user's input: a usage error naming them and the problem's own error."""
+    if not overrides:
+        return
+    from harness import problem_info  # (torch's import: only where --set asks for the check)
+
+    for path in problem_paths:
+        raised = problem_info.broken_by(path, overrides)
+        if raised:
+            given = " ".join(f"--set {name}={value!r}" for name, value in overrides.items())
+            raise UserError(f"{given}: problem '{Path(path).stem}' does not run with it: {raised}"[:500])
+
+
 def evaluate(args, argv: list) -> int:
     """Resolve pairs and config, run every pair, print the table."""
     config = build_config(args.config, {"device": args.device, "timeout": args.timeout, "precision": args.precision,
@@ -131,6 +145,7 @@ def evaluate(args, argv: list) -> int:
     overrides = discover.parse_set(args.set)
     pairs = discover.find_pairs(args.problem, args.solution, args.problems_root, args.manifest)
     discover.check_overrides(sorted({p.problem_path for p in pairs}), overrides)
+    check_sizes_run(sorted({p.problem_path for p in pairs}), overrides)
     if args.resume and not args.out:
         raise UserError("--resume needs --out DIR (the run to resume)")
     if args.ray_address and args.executor != "ray":

@@ -49,6 +49,25 @@ def run_on_meta(module, mode=None, dtype=None) -> tuple[list, object, object]:
             return inputs, model, model(*inputs)
 
 
+def broken_by(path: Path, overrides: dict) -> Optional[str]:
+    """What the problem raises on the meta device with these --set values, where it runs there without them (the
+    values broke it, not the problem itself); None when they do not break it, or when the meta device cannot tell."""
+    source = Path(path).read_text()
+    own = {name: value for name, value in overrides.items() if name in module_constants(source)}
+    if not own:
+        return None
+    try:
+        run_on_meta(load_module(source, path, "problem_info_module", own))
+        return None
+    except Exception as exc:
+        raised = f"{type(exc).__name__}: {exc}"
+    try:
+        run_on_meta(load_module(source, path, "problem_info_module", {}))
+    except Exception:
+        return None  # it does not run on the meta device as it is either: the judge will tell
+    return raised
+
+
 @dataclass(frozen=True)
 class Sizes:
     """Bytes of a problem's inputs, its Model's output and weights, and the output's dtypes, from the meta device."""

@@ -24,6 +24,7 @@ def records(run_dir):
     (["--problem", "sigmod"], "Unknown problem 'sigmod'. Did you mean 'sigmoid'?"),
     (["--problem", "sigmoid", "--set", "dimm=3"], "has no module constant 'dimm'"),
     (["--problem", "sigmoid", "--set", "dim"], "Bad --set"),
+    (["--problem", "sigmoid", "--set", "batch_size=-5"], "problem 'sigmoid' does not run with it: RuntimeError"),
     (["--problem", "sigmoid", "--solution", "missing.py"], "Solution file not found"),
     (["--problem", str(FIXTURES / "problems" / "fx_no_model.py")], "missing or empty"),
     (["--problem", "no/such/dir/"], "Problem file not found"),
