@@ -79,13 +79,22 @@ def junit_xml(results: list[Result], failures: dict) -> str:
             error = ElementTree.SubElement(case, "error", message=errors[(r.problem, r.solution)][:500], type=r.status)
             error.text = errors[(r.problem, r.solution)]
         elif reason:
-            failure = ElementTree.SubElement(case, "failure", message=reason[:500], type=r.status)
+            failure = ElementTree.SubElement(case, "failure", message=reason[:500], type=failure_type(r, reason))
             failure.text = reason
         elif r.speedup is not None:
             ElementTree.SubElement(case, "system-out").text = (
                 f"speedup {r.speedup:.3f} [{r.speedup_ci_low:.3f}, {r.speedup_ci_high:.3f}]")
     ElementTree.indent(suite)
     return ElementTree.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def failure_type(result: Result, reason: str) -> str:
+    """A JUnit failure's type: the status of a pair that is not correct; for a correct one that failed the gate, the
+    flag that failed it, or `speed` (under the minimum, undecided, slower than the baseline)."""
+    if result.status != Status.CORRECT:
+        return str(result.status)
+    named = reason.split(":", 1)[0]
+    return named if named in verdict.FLAGS else "speed"
 
 
 def compare_runs(old: list[Result], new: list[Result]) -> list[Change]:

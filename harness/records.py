@@ -208,8 +208,13 @@ def failure(problem: str, solution: str, status: Status, error: str, **extra: An
 
 
 def one_line(text: Optional[str], limit: int = 500) -> Optional[str]:
-    """Squash a message to a single bounded line for tables and JSONL."""
+    """Squash a message to a single bounded line for tables and JSONL; a longer one is cut at a word's end (within the
+    last fifth of the limit) and ends in '...'."""
     if text is None:
         return None
     flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: limit - 3]
+    space = cut.rfind(" ")
+    return (cut[:space] if space >= 0.8 * len(cut) else cut).rstrip(" ,;:") + "..."

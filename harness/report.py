@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from harness import records, store, verdict
-from harness.records import Result
+from harness.records import Result, one_line
 
 CSV_COLUMNS = records.shown_in("csv")  # the README's contract fields, declared in records.Result
 STATUS_STYLE = {"correct": "green", "incorrect": "red", "compile_error": "magenta", "runtime_error": "red",
@@ -72,7 +72,7 @@ def outcome(r: Result) -> str:
         blocks = f" ({len(r.blocks)} blocks of fresh workers)" if r.blocks else ""
         return ("correct" + (f", {speed_text(r)}" if r.speedup is not None else "") + blocks
                 + (f" ({unranked})" if unranked else ""))
-    return f"{r.status}" + (f": {r.error[:100]}" if r.error else "")
+    return f"{r.status}" + (f": {one_line(r.error, 200)}" if r.error else "")
 
 
 def compare_table(changes: list) -> Table:

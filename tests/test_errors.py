@@ -21,3 +21,13 @@ def test_a_user_error_is_one_line_and_exit_2():
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "Did you mean 'sigmoid'?" in proc.stderr + proc.stdout
     assert "Traceback" not in proc.stderr
+
+
+def test_a_long_reason_is_cut_at_a_words_end_and_says_so():
+    from harness.records import one_line
+
+    reason = "skipped: the pair needs 44.0 GiB of GPU memory, 23.5 GiB is free; shrink it, e.g. --set batch_size=2048"
+    cut = one_line(reason, 60)
+    assert cut.endswith("...") and len(cut) <= 60 and reason.startswith(cut[:-3]) and cut[-4] != " "
+    assert reason[len(cut) - 3] == " "  # not mid-word
+    assert one_line(reason, 500) == reason

@@ -64,3 +64,13 @@ def test_compare_calls_a_change_real_only_when_cis_do_not_overlap():
     assert verdicts[("sigmoid", "tie")] == "same (CIs overlap)"
     assert verdicts[("sigmoid", "wrong")] == "status changed"
     assert verdicts[("matmul", "gen_a")] == "gone"
+
+
+def test_a_junit_failure_of_a_correct_pair_says_what_failed_it_not_correct():
+    results = golden_results()
+    slow = next(r for r in results if (r.problem, r.solution) == ("sigmoid", "slow"))
+    assert slow.status == "correct"
+    root = ElementTree.fromstring(gate.junit_xml(results, gate.gate_failures(results, min_speedup=0.9)))
+    types = {(c.get("classname"), c.get("name")): c.find("failure").get("type") for c in root.findall("testcase")
+             if c.find("failure") is not None}
+    assert types[("sigmoid", "slow")] == "speed" and types[("sigmoid", "broken")] == "compile_error"
