@@ -15,7 +15,8 @@ from harness.records import Result
 # leaderboard.csv's columns in file order: each a Result field of that name (its meaning declared there, its value
 # the record's) or one the board derives (BOARD_ONLY: its meaning here, its value made in `leaderboard`).
 # docs/leaderboard.md's table is made from them (a test checks it).
-LEADERBOARD_ORDER = ["problem", "rank", "candidate", "candidate_set", "backend", "precision", "status", "flags",
+LEADERBOARD_ORDER = ["problem", "rank", "candidate", "candidate_set", "backend", "precision", "mode", "sizes", "status",
+                     "flags",
                      "speedup", "speedup_ci_low", "speedup_ci_high", "tie", "ref_ms", "new_ms", "sol_pct",
                      "ref_sol_pct", "gbps", "tflops", "max_abs_err", "new_peak_mb", "ref_peak_mb", "judge_peak_mb",
                      "gpu", "device", "torch", "cuda", "harness", "date", "reason", "schema_version"]
@@ -23,6 +24,8 @@ BOARD_ONLY = {
     "rank": "1 = fastest correct candidate of its problem; empty when not correct, or when its speedup is not a "
             "measurement (noisy_timing, interference)",
     "candidate": "candidate name (file stem)",
+    "sizes": "the --set sizes the pair ran at (name=value ...; empty: the problem's own): a baseline row is compared "
+             "only with a pair of the same sizes, GPU model, precision and mode",
     "candidate_set": "the folder the candidate came from (solutions/<problem>/x.py: solutions)",
     "flags": "suspicious findings, ';'-separated (README: Statuses and flags)",
     "new_peak_mb": "peak memory of the candidate's worker, MB (GPU: its caching allocator's peak, the harness's copy "
@@ -64,6 +67,8 @@ def leaderboard(results: list[Result], meta: Optional[dict] = None) -> pd.DataFr
                      "status": r.status.value, "flags": ";".join(sorted(set(r.flags))),
                      # records made before a field existed: the run's meta.json has it
                      "precision": r.precision or (meta.get("config") or {}).get("precision", "fp32"),
+                     "mode": r.mode or (meta.get("config") or {}).get("mode", "constructed"),
+                     "sizes": verdict.sizes_text(r.overrides),
                      "torch": r.torch_version or meta.get("torch"), "cuda": r.cuda_version or meta.get("cuda_version"),
                      "harness": r.harness or meta_harness(meta), "date": (r.finished_at or meta.get("started") or "")[:10],
                      "reason": r.error or verdict.unranked_reason(r)})
@@ -146,7 +151,7 @@ def summary_markdown(board: pd.DataFrame, totals: pd.DataFrame, title: str) -> s
                   "flags / reason |", "|---|---:|---|---|---|---:|---:|---:|---:|---|"]
     for r in board.itertuples(index=False):
         speed = "-" if pd.isna(r.speedup) else f"{r.speedup:.3f} [{r.speedup_ci_low:.3f}, {r.speedup_ci_high:.3f}]"
-        notes = "; ".join(x for x in (r.flags, "" if pd.isna(r.reason) else str(r.reason)[:200]) if x)
+        notes = "; ".join(x for x in (r.flags, "" if pd.isna(r.reason) else records.one_line(str(r.reason), 200)) if x)
         lines.append(f"| {r.problem} | {cell(r.rank, 'd')} | {r.candidate} | {r.status} | {speed} | {cell(r.ref_ms, '.4g')} | "
                      f"{cell(r.new_ms, '.4g')} | {cell(r.sol_pct, '.1f')} | {cell(r.new_peak_mb, '.0f')} | "
                      f"{notes.replace('|', '/')} |")

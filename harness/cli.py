@@ -90,8 +90,12 @@ def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
     """--min-speedup, --baseline and --junit (the CI options shared by a run and by report)."""
     parser.add_argument("--min-speedup", type=float, default=None, metavar="X", help="with --gate: minimum speedup")
     parser.add_argument("--baseline", metavar="FILE.csv",
-                        help="with --gate: a leaderboard.csv; a candidate slower than its speedup there, beyond both "
-                             "confidence intervals, fails")
+                        help="with --gate: a leaderboard.csv; a candidate that got worse than its row there (no longer "
+                             "correct, newly flagged so that every gate fails it, or slower beyond both confidence "
+                             "intervals) fails; a row measured on another GPU model, precision, mode or sizes is not "
+                             "comparable and is listed, as is a pair with no row")
+    parser.add_argument("--fail-on-no-baseline", action="store_true",
+                        help="with --baseline: a pair with no comparable row in it fails the gate")
     parser.add_argument("--fail-on-skip", action="store_true",
                         help="with --gate: a skipped pair (not judged here: a CUDA candidate on a CPU runner, a pair too "
                              "large for this machine) fails the gate; by default it passes, reported as skipped")
@@ -303,6 +307,8 @@ def latest_results(results: list[Result]) -> list[Result]:
 
 def check_gate_arguments(args) -> None:
     """The gate's options only mean something with --gate (a usage error otherwise); the baseline must exist."""
+    if args.fail_on_no_baseline and not args.baseline:
+        raise UserError("--fail-on-no-baseline needs --baseline")
     for name in ("min_speedup", "baseline", "fail_on_skip"):
         if getattr(args, name) not in (None, False) and not args.gate:
             raise UserError(f"--{name.replace('_', '-')} needs --gate")
@@ -329,6 +335,13 @@ def publish(run_dir: Path, recorded: list[Result], results: list[Result], args, 
     if not args.gate:
         return 0
     console, errors = Console(stderr=True), gate.harness_errors(results)
+    gaps = gate.baseline_gaps(results, args.baseline_rows) if args.baseline_rows is not None else {}
+    for key, gap in sorted(gaps.items()):
+        if args.fail_on_no_baseline and key not in failures:
+            failures[key] = f"not compared with the baseline ({gap}; --fail-on-no-baseline)"
+        elif key not in failures:
+            console.print(f"gate: {key[0]}/{key[1]}: not compared with the baseline: {gap}", highlight=False,
+                          soft_wrap=True)
     for (problem, candidate), reason in sorted(failures.items()):
         console.print(f"gate: {problem}/{candidate}: {reason}", highlight=False, soft_wrap=True)
     for (problem, candidate), reason in sorted(errors.items()):
@@ -478,7 +491,10 @@ def report_command(argv: list) -> int:
 
 
 def compare_command(argv: list) -> int:
-    """Per-pair changes between two runs; a speedup change is only called real when the CIs do not overlap."""
+    """Per-pair changes between two runs; a speedup change is only called real when the CIs do not overlap. Exit 1
+    when any pair got worse (the gate's rule against a baseline: no longer correct, newly flagged so that every gate
+    fails it, or slower beyond both CIs), 0 otherwise; pairs measured on another GPU model, precision, mode or sizes
+    are not comparable, never faster or slower."""
     parser = argparse.ArgumentParser(prog="run.py compare", description=compare_command.__doc__)
     parser.add_argument("old", help="a run directory or its results.jsonl")
     parser.add_argument("new", help="a run directory or its results.jsonl")
@@ -489,6 +505,10 @@ def compare_command(argv: list) -> int:
         if not (folder / "results.jsonl").is_file():
             return fail(f"no results.jsonl in '{given}'")
         runs.append(load_results(folder))
-    console = report.wide_console()
-    console.print(report.compare_table(gate.compare_runs(*runs)))
-    return 0
+    console, changes = report.wide_console(), gate.compare_runs(*runs)
+    console.print(report.compare_table(changes))
+    worse = [c for c in changes if c.worse]
+    for c in worse:
+        console.print(f"worse: {c.problem}/{c.candidate}: {c.worse}", highlight=False, soft_wrap=True)
+    console.print(f"{len(worse)} of {len(changes)} pair(s) got worse" if worse else "no pair got worse", highlight=False)
+    return 1 if worse else 0

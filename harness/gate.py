@@ -25,7 +25,8 @@ class Change:
     new_status: Optional[str]
     old_speedup: Optional[float]
     new_speedup: Optional[float]
-    verdict: str  # faster, slower, same (CIs overlap), unmeasured (...), status changed, new, gone
+    verdict: str  # faster, slower, same (CIs overlap), unmeasured (...), status changed, not comparable: ..., new, gone
+    worse: Optional[str] = None  # verdict.got_worse's reason, where the pair got worse
 
 
 def read_baseline(path: Path) -> dict:
@@ -54,6 +55,18 @@ def gate_failures(results: list[Result], min_speedup: Optional[float] = None,
         if reason:
             failures[key] = reason
     return failures
+
+
+def baseline_gaps(results: list[Result], baseline: dict) -> dict:
+    """{(problem, candidate): why} for every pair the baseline cannot be compared with: it has no row for it, or its row
+    was measured on another GPU model, precision, mode or sizes (verdict.not_comparable)."""
+    gaps = {}
+    for r in results:
+        row = baseline.get((r.problem, r.solution))
+        gap = "no baseline row" if row is None else verdict.not_comparable(row, r)
+        if gap:
+            gaps[(r.problem, r.solution)] = gap
+    return gaps
 
 
 def harness_errors(results: list[Result]) -> dict:
@@ -98,13 +111,14 @@ def failure_type(result: Result, reason: str) -> str:
 
 
 def compare_runs(old: list[Result], new: list[Result]) -> list[Change]:
-    """Per pair, old run against new (verdict.change_between: a speedup change is only called real when both
-    speedups count and the two CIs do not overlap)."""
+    """Per pair, old run against new (verdict.change_between: a speedup change is only called real when the two CIs do
+    not overlap; verdict.got_worse: whether it got worse, the gate's rule against a baseline)."""
     before = {(r.problem, r.solution): r for r in old}
     after = {(r.problem, r.solution): r for r in new}
     changes = []
     for key in sorted(set(before) | set(after)):
         a, b = before.get(key), after.get(key)
+        worse = verdict.got_worse(a, b) if a and b and not verdict.not_comparable(a, b) else None
         changes.append(Change(key[0], key[1], a and a.status, b and b.status, a and a.speedup, b and b.speedup,
-                              verdict.change_between(a, b)))
+                              verdict.change_between(a, b), worse))
     return changes

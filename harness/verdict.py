@@ -128,11 +128,10 @@ def gate_failure(result, min_speedup: Optional[float] = None, baseline: Optional
         reason = under_minimum(result, min_speedup)
         if reason:
             return reason
-    if baseline is not None and is_number(baseline.get("speedup_ci_low")) and is_number(result.speedup_ci_high) \
-            and result.speedup_ci_high < baseline["speedup_ci_low"]:
-        return (f"slower than the baseline: speedup {fmt(result.speedup)} [{fmt(result.speedup_ci_low)}, "
-                f"{fmt(result.speedup_ci_high)}] against {fmt(baseline.get('speedup'))} "
-                f"[{fmt(baseline['speedup_ci_low'])}, {fmt(baseline.get('speedup_ci_high'))}]")
+    worse = got_worse(baseline, result) if baseline is not None and not not_comparable(baseline, result) else None
+    if worse:
+        return ("slower than the baseline: " + worse.removeprefix("slower: ") if worse.startswith("slower: ")
+                else f"worse than the baseline: {worse}")
     return None
 
 
@@ -153,17 +152,83 @@ def across(low: float, high: float, bar: float) -> bool:
     return low < bar <= high
 
 
+# What a speedup was measured on: two figures are compared only where all of these agree.
+MEASURED_ON = ("gpu", "precision", "mode", "sizes")
+
+
+def sizes_text(overrides) -> str:
+    """A pair's --set sizes as a leaderboard shows them ('batch_size=32 dim=2048'; '' for the problem's own)."""
+    return " ".join(f"{k}={v!r}" for k, v in sorted(overrides.items())) if isinstance(overrides, dict) else ""
+
+
+def measured_on(row) -> dict:
+    """What a Result or a leaderboard row (a dict) was measured on: GPU model, precision, mode and sizes."""
+    def get(key):
+        value = row.get(key) if isinstance(row, dict) else getattr(row, key, None)
+        return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+    sizes = get("sizes") if isinstance(row, dict) else sizes_text(getattr(row, "overrides", None))
+    return {"gpu": get("gpu") or "no GPU", "precision": get("precision") or "fp32", "mode": get("mode") or "constructed",
+            "sizes": sizes or "the problem's own"}
+
+
+def not_comparable(old, new) -> Optional[str]:
+    """'not comparable: ...' with what differs between what two figures were measured on; None when they agree."""
+    a, b = measured_on(old), measured_on(new)
+    differ = [f"{key} {a[key]} vs {b[key]}" for key in MEASURED_ON if a[key] != b[key]]
+    return "not comparable: " + "; ".join(differ) if differ else None
+
+
+def got_worse(old, new) -> Optional[str]:
+    """The one rule for a pair that got worse, for `compare` and for the gate against a baseline (old: a Result or a
+    leaderboard row, measured on the same: not_comparable): it was correct and is not, or it is newly flagged with a
+    flag that fails every gate, or its speedup's CI lies wholly under the old one (whatever flag made either noisy:
+    the CIs say it)."""
+    old_status, new_status = (str(field(r, "status")) for r in (old, new))
+    if old_status != Status.CORRECT.value or new_status != Status.CORRECT.value:
+        if old_status == Status.CORRECT.value:
+            error = field(new, "error")
+            return f"correct -> {new_status}" + (f": {error}" if error else "")
+        return None
+    newly = sorted(set(flag_list(field(new, "flags"))) - set(flag_list(field(old, "flags"))))
+    failing = [f for f in newly if f in FLAGS and FLAGS[f].fails_gate]
+    if failing:
+        return f"newly flagged {', '.join(failing)}: {FLAGS[failing[0]].meaning}"
+    low, high = field(old, "speedup_ci_low"), field(new, "speedup_ci_high")
+    if is_number(low) and is_number(high) and high < low:
+        return (f"slower: speedup {fmt(field(new, 'speedup'))} [{fmt(field(new, 'speedup_ci_low'))}, {fmt(high)}] "
+                f"against {fmt(field(old, 'speedup'))} [{fmt(low)}, {fmt(field(old, 'speedup_ci_high'))}]")
+    return None
+
+
+def field(row, key):
+    """A Result's attribute or a leaderboard row's column."""
+    return row.get(key) if isinstance(row, dict) else getattr(row, key, None)
+
+
+def flag_list(flags) -> list:
+    """Flags as a list, from a Result's list or a leaderboard's ';'-joined column."""
+    if isinstance(flags, str):
+        return [f for f in flags.split(";") if f]
+    return list(flags) if isinstance(flags, (list, tuple)) else []
+
+
 def change_between(old, new) -> str:
-    """How one pair moved between two runs: new, gone, status changed, unmeasured (a speedup that does not count on
-    either side), faster or slower (the CIs do not overlap), or same."""
+    """How one pair moved between two runs: new, gone, not comparable (measured on another GPU model, precision, mode
+    or sizes), status changed, unmeasured (a flag that makes a speedup no measurement at all: interference, a forged
+    timer), faster or slower (the CIs do not overlap, whatever flag made either noisy), or same. Whether it got worse
+    is got_worse's to say."""
     if old is None or new is None:
         return "new" if old is None else "gone"
+    gap = not_comparable(old, new)
+    if gap:
+        return gap
     if old.status != new.status:
         return "status changed"
     if old.speedup is None or new.speedup is None:
         return "same"
-    if not (speedup_counts(old.status, old.flags) and speedup_counts(new.status, new.flags)):
-        return "unmeasured (" + (not_counted_reason(list(old.flags) + list(new.flags)) or "not correct") + ")"
+    voiding = sorted({f for f in [*old.flags, *new.flags] if f in FLAGS and FLAGS[f].fails_gate})
+    if voiding:
+        return f"unmeasured ({', '.join(voiding)})"
     if new.speedup_ci_low > old.speedup_ci_high:
         return "faster"
     if new.speedup_ci_high < old.speedup_ci_low:

@@ -1,5 +1,6 @@
 """Leaderboard, aggregates, summary and plots, and `run.py report`, from golden results (no judging)."""
 import dataclasses
+import json
 import shutil
 import subprocess
 import sys
@@ -88,4 +89,32 @@ def test_report_rebuilds_byte_identical_files_and_gates(tmp_path):
     assert ElementTree.parse(junit).getroot().get("failures") == "3"
     compare = subprocess.run([sys.executable, "run.py", "compare", str(run), str(run)], cwd=ROOT,
                              capture_output=True, text=True)
-    assert compare.returncode == 0 and "same" in compare.stdout
+    assert compare.returncode == 0 and "same" in compare.stdout and "no pair got worse" in compare.stdout
+    slower = tmp_path / "slower"
+    slower.mkdir()
+    rows = [json.loads(line) for line in (GOLDEN / "results.jsonl").read_text().splitlines()]
+    for row in rows:
+        if row["solution"] == "fast":
+            row.update(speedup=0.128, speedup_ci_low=0.12, speedup_ci_high=0.14, flags=["noisy_timing"])
+    (slower / "results.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    compare = subprocess.run([sys.executable, "run.py", "compare", str(run), str(slower)], cwd=ROOT,
+                             capture_output=True, text=True)
+    assert compare.returncode == 1, compare.stdout + compare.stderr
+    assert "worse: sigmoid/fast: slower: speedup 0.128" in " ".join(compare.stdout.split())
+
+
+@pytest.mark.parametrize("board", sorted(p.name for p in (ROOT / "results" / "leaderboards").iterdir() if p.is_dir()))
+def test_every_committed_board_is_what_report_makes_of_its_results(board, tmp_path):
+    """`run.py report` on a copy of each committed board rewrites every table as it is committed, byte for byte: the
+    boards are made by the current code, not left in an older schema (the plots, whose bytes are matplotlib's, are
+    checked by test_files_match_the_golden_ones_and_plots_are_deterministic)."""
+    committed = ROOT / "results" / "leaderboards" / board
+    copy = tmp_path / board  # (the summary's title is the folder's name)
+    shutil.copytree(committed, copy)
+    out = subprocess.run([sys.executable, "run.py", "report", str(copy)], cwd=ROOT, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    tables = [p.name for p in committed.iterdir() if p.suffix in (".csv", ".md", ".json", ".jsonl")]
+    assert "leaderboard.csv" in tables and "summary.md" in tables
+    for name in tables:
+        assert (copy / name).read_bytes() == (committed / name).read_bytes(), f"{board}/{name}: run `python run.py report results/leaderboards/{board}`"

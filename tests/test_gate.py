@@ -15,9 +15,10 @@ def test_gate_fails_status_minimum_and_regression():
     assert ("sigmoid", "slow") not in gate.gate_failures(results, min_speedup=0.1)  # noisy, but its whole CI clears
     straddling = gate.gate_failures(results, min_speedup=0.5)[("sigmoid", "slow")]
     assert straddling.startswith("undecided: ") and "2.0% under it" in straddling
-    baseline = {("sigmoid", "fast"): {"speedup": 2.7, "speedup_ci_low": 2.6, "speedup_ci_high": 2.8},
-                ("sigmoid", "tie"): {"speedup": 1.003, "speedup_ci_low": 0.99, "speedup_ci_high": 1.01},
-                ("sigmoid", "slow"): {"speedup": 0.4, "speedup_ci_low": 0.39, "speedup_ci_high": 0.41}}
+    on = {"status": "correct", "gpu": "NVIDIA H100 80GB HBM3", "precision": "fp32", "mode": "constructed"}
+    baseline = {("sigmoid", "fast"): {**on, "speedup": 2.7, "speedup_ci_low": 2.6, "speedup_ci_high": 2.8},
+                ("sigmoid", "tie"): {**on, "speedup": 1.003, "speedup_ci_low": 0.99, "speedup_ci_high": 1.01},
+                ("sigmoid", "slow"): {**on, "speedup": 0.4, "speedup_ci_low": 0.39, "speedup_ci_high": 0.41}}
     regressions = gate.gate_failures(results, baseline=baseline)
     assert regressions[("sigmoid", "fast")].startswith("slower than the baseline")
     assert ("sigmoid", "tie") not in regressions  # CIs overlap: not a real change
@@ -74,3 +75,35 @@ def test_a_junit_failure_of_a_correct_pair_says_what_failed_it_not_correct():
     types = {(c.get("classname"), c.get("name")): c.find("failure").get("type") for c in root.findall("testcase")
              if c.find("failure") is not None}
     assert types[("sigmoid", "slow")] == "speed" and types[("sigmoid", "broken")] == "compile_error"
+
+
+
+def test_a_baseline_row_measured_at_other_sizes_is_not_comparable_and_no_row_is_listed():
+    """A CPU run at 32x2048 gated against an H100 board row: 'not comparable', with what differs, never slower."""
+    results = golden_results()
+    fast = next(r for r in results if r.solution == "fast")
+    fast.gpu, fast.overrides = None, {"batch_size": 32, "dim": 2048}
+    row = {"status": "correct", "gpu": "NVIDIA H100 80GB HBM3", "precision": "fp32", "mode": "constructed",
+           "sizes": float("nan"), "speedup": 9.0, "speedup_ci_low": 8.9, "speedup_ci_high": 9.1}
+    baseline = {("sigmoid", "fast"): row}
+    assert ("sigmoid", "fast") not in gate.gate_failures(results, baseline=baseline)
+    gaps = gate.baseline_gaps(results, baseline)
+    assert gaps[("sigmoid", "fast")] == ("not comparable: gpu NVIDIA H100 80GB HBM3 vs no GPU; sizes the problem's own "
+                                         "vs batch_size=32 dim=2048")
+    assert gaps[("sigmoid", "tie")] == "no baseline row"
+
+
+def test_compare_and_the_gate_share_one_rule_for_worse():
+    """A 0.983 -> 0.128 slowdown flagged noisy_timing is slower for both; correct -> skipped is worse."""
+    old = golden_results()
+    new = [Result.from_dict({**r.to_dict()}) for r in old]
+    slow = next(r for r in new if r.solution == "tie")
+    slow.speedup, slow.speedup_ci_low, slow.speedup_ci_high, slow.flags = 0.128, 0.12, 0.14, ["noisy_timing"]
+    skipped = next(r for r in new if r.solution == "fast")
+    skipped.status, skipped.error = "skipped", "needs a CUDA GPU"
+    changes = {(c.problem, c.candidate): c for c in gate.compare_runs(old, new)}
+    assert changes[("sigmoid", "tie")].worse.startswith("slower: speedup 0.128")
+    assert changes[("sigmoid", "fast")].worse == "correct -> skipped: needs a CUDA GPU"
+    board_row = {**next(r for r in old if r.solution == "tie").to_dict(), "status": "correct"}
+    assert gate.gate_failures([slow], baseline={("sigmoid", "tie"): board_row})[("sigmoid", "tie")].startswith(
+        "slower than the baseline: speedup 0.128")
