@@ -43,8 +43,10 @@ AGGREGATE_COLUMNS = [
     ("candidate_set", "the folder the candidates came from"),
     ("problems", "problems the set has a candidate for"),
     ("correct", "problems with at least one correct candidate"),
-    *[(f"fast_{p:g}", f"share of the set's problems with a correct candidate of speedup > {p:g}") for p in FAST_P],
-    ("geomean_speedup", "geometric mean speedup over those problems (best correct candidate of each)"),
+    *[(f"fast_{p:g}", f"share of the set's problems with a correct candidate whose speedup counts (not one flagged "
+                      f"noisy_timing or interference: summary.md says how many were left out) and is > {p:g}")
+      for p in FAST_P],
+    ("geomean_speedup", "geometric mean speedup over the problems whose best correct candidate's speedup counts"),
 ]
 STATUS_ORDER = ["correct", "incorrect", "runtime_error", "timeout", "crash", "compile_error", "skipped", "harness_error"]
 
@@ -147,6 +149,10 @@ def summary_markdown(board: pd.DataFrame, totals: pd.DataFrame, title: str) -> s
     for row in totals.itertuples(index=False):
         fast = " | ".join(cell(v, ".2f") for v in row[3:7])
         lines.append(f"| {row.candidate_set} | {row.problems} | {row.correct} | {fast} | {cell(row.geomean_speedup, '.3f')} |")
+    uncounted = board[(board["status"] == "correct") & board["speedup"].notna() & counted_speedups(board).isna()]
+    if len(uncounted):
+        lines += ["", f"fast_p and the geomean count only speedups that are measurements: {len(uncounted)} correct "
+                      f"pair(s) left out ({', '.join(sorted(set(';'.join(uncounted['flags']).split(';')) - {''}))})."]
     lines += ["", "| problem | rank | candidate | status | speedup [95% CI] | ref ms | new ms | SOL % | peak MB | "
                   "flags / reason |", "|---|---:|---|---|---|---:|---:|---:|---:|---|"]
     for r in board.itertuples(index=False):

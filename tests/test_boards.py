@@ -118,3 +118,12 @@ def test_every_committed_board_is_what_report_makes_of_its_results(board, tmp_pa
     assert "leaderboard.csv" in tables and "summary.md" in tables
     for name in tables:
         assert (copy / name).read_bytes() == (committed / name).read_bytes(), f"{board}/{name}: run `python run.py report results/leaderboards/{board}`"
+
+
+def test_the_summary_says_which_correct_pairs_fast_p_leaves_out(tmp_path):
+    """fast_p counts speedups that are measurements: a correct pair flagged noisy_timing is left out of it (and of the
+    geomean), and summary.md says so, with the flag (fast_0 below correct / problems is then explained)."""
+    boards.write_boards(tmp_path, golden_results())
+    summary = " ".join((tmp_path / "summary.md").read_text().split())
+    assert "fast_p and the geomean count only speedups that are measurements: 1 correct pair(s) left out (noisy_timing)" \
+        in summary
