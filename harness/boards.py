@@ -24,8 +24,9 @@ BOARD_ONLY = {
     "rank": "1 = fastest correct candidate of its problem; empty when not correct, or when its speedup is not a "
             "measurement (noisy_timing, interference)",
     "candidate": "candidate name (file stem)",
-    "sizes": "the --set sizes the pair ran at (name=value ...; empty: the problem's own): a baseline row is compared "
-             "only with a pair of the same sizes, GPU model, precision and mode",
+    "sizes": "the --set values the pair was given (name=value ..., the run's and its manifest entry's; empty: the "
+             "problem's own sizes): a baseline row is compared only with a pair given the same, on the same GPU model, "
+             "precision and mode",
     "candidate_set": "the folder the candidate came from (solutions/<problem>/x.py: solutions)",
     "flags": "suspicious findings, ';'-separated (README: Statuses and flags)",
     "new_peak_mb": "peak memory of the candidate's worker, MB (GPU: its caching allocator's peak, the harness's copy "

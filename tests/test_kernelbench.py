@@ -63,7 +63,7 @@ def test_a_generation_folder_runs_unmodified_on_the_cpu(tmp_path):
         assert r["status"] == "correct", (problem, r["error"])
         assert r["backend"] == "torch" and r["precision"] == "fp32"
     board = (out / "leaderboard.csv").read_text()
-    assert "model_a" not in board and ",generations,torch,fp32,correct," in board  # set = the folder's name
+    assert "model_a" not in board and ",generations,torch,fp32,constructed," in board  # set = the folder's name
 
 
 def test_precision_casts_both_sides_and_is_part_of_the_key(tmp_path):
