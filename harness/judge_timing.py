@@ -170,7 +170,7 @@ class PairTiming:
     def reported_ci(self, ref_ms: list, new_ms: list) -> dict:
         """The medians, the speedup and its CI widened by the harness's resolution, as a Result reports them."""
         resolution = resolution_pct(self.cfg, self.result.ref_timer, max(spread_pct(ref_ms), spread_pct(new_ms)))
-        return stats.with_resolution(stats.speedup_with_ci(ref_ms, new_ms), resolution)
+        return {**stats.with_resolution(stats.speedup_with_ci(ref_ms, new_ms), resolution), "resolution_pct": resolution}
 
     def check_reference_scheduling(self) -> None:
         """Raise ReferenceRescheduled when the reference's worker no longer runs as it did before the candidate's code

@@ -54,6 +54,9 @@ class Result:
                                              "host_bound_resolution_pct for a pair bound by the host), low end", None,
                                              shown_in=CSV)
     speedup_ci_high: Optional[float] = column("the same interval's high end", None, shown_in=CSV)
+    resolution_pct: Optional[float] = column("the harness's resolution the CI was widened by on each side, percent "
+                                             "(timing_resolution_pct, batched_, cpu_ or host_bound_resolution_pct): "
+                                             "no number of rounds narrows the CI below it", None)
     tie: Optional[bool] = column("true when the speedup is within 2% of 1 and its CI holds 1", None, shown_in=CSV)
     ref_ms: Optional[float] = column("median time of one reference call, milliseconds", None, shown_in=CSV)
     new_ms: Optional[float] = column("median time of one candidate call, milliseconds", None, shown_in=CSV)

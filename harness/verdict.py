@@ -143,8 +143,12 @@ def under_minimum(result, bar: float) -> Optional[str]:
     shown = f"speedup {fmt(result.speedup)} [{fmt(low)}, {fmt(high)}]"
     if not across(low, high, bar):
         return None if low >= bar else f"{shown} is under the minimum {bar:g}"
-    return (f"undecided: {shown} straddles the minimum {bar:g} (its low end {100 * (bar - low) / bar:.1f}% under it); "
-            f"more rounds (max_rounds, max_timing_s) may decide")
+    undecided = f"undecided: {shown} straddles the minimum {bar:g} (its low end {100 * (bar - low) / bar:.1f}% under it)"
+    resolution = getattr(result, "resolution_pct", None)
+    if is_number(resolution) and is_number(result.speedup) and abs(result.speedup / bar - 1) * 100 < resolution:
+        return (f"{undecided}; no number of rounds can decide it: the speedup lies within the harness's resolution here "
+                f"({resolution:g}%) of the bar, so only a speedup further from it (or a bar further from it) decides")
+    return f"{undecided}; more rounds (max_rounds, max_timing_s, gate_timing_s) may decide"
 
 
 def across(low: float, high: float, bar: float) -> bool:

@@ -107,3 +107,15 @@ def test_compare_and_the_gate_share_one_rule_for_worse():
     board_row = {**next(r for r in old if r.solution == "tie").to_dict(), "status": "correct"}
     assert gate.gate_failures([slow], baseline={("sigmoid", "tie"): board_row})[("sigmoid", "tie")].startswith(
         "slower than the baseline: speedup 0.128")
+
+
+def test_an_undecided_gate_says_what_can_decide_it():
+    """On the CPU the CI is always widened by cpu_resolution_pct (3%): a speedup within that of the bar stays across
+    it however many rounds run, and the reason says so instead of asking for more rounds."""
+    close = Result(problem="p", solution="s", status="correct", speedup=1.01, speedup_ci_low=0.975,
+                   speedup_ci_high=1.045, resolution_pct=3.0)
+    reason = gate.gate_failures([close], min_speedup=1.0)[("p", "s")]
+    assert "no number of rounds can decide it" in reason and "(3%)" in reason and "more rounds" not in reason
+    far = Result(problem="p", solution="s", status="correct", speedup=1.08, speedup_ci_low=0.99, speedup_ci_high=1.17,
+                 resolution_pct=3.0)
+    assert gate.gate_failures([far], min_speedup=1.0)[("p", "s")].endswith("gate_timing_s) may decide")
