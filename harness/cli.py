@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -327,34 +328,49 @@ def publish(run_dir: Path, recorded: list[Result], results: list[Result], args, 
         return 0
     failures = gate.gate_failures(results, args.min_speedup, args.baseline_rows, args.fail_on_skip) if args.gate else \
         gate.gate_failures(results)  # JUnit without --gate: the pairs that are not correct fail
+    lines, code = gate_verdict(results, failures, args) if args.gate else ([], 0)
     if args.junit:
         store.write_atomic(Path(args.junit), gate.junit_xml(results, failures))
     if os.environ.get("GITHUB_STEP_SUMMARY"):  # GitHub Actions shows this file on the run's page
         with open(os.environ["GITHUB_STEP_SUMMARY"], "a") as out:
-            out.write((Path(run_dir) / "summary.md").read_text() + "\n")
-    if not args.gate:
-        return 0
-    console, errors = Console(stderr=True), gate.harness_errors(results)
+            out.write(step_summary(run_dir, lines))
+    console = Console(stderr=True)
+    for line in lines:
+        console.print(line, highlight=False, soft_wrap=True)
+    return code
+
+
+def gate_verdict(results: list[Result], failures: dict, args) -> tuple[list, int]:
+    """The gate's lines (a pair a line, then its verdict) and exit status. A pair with no comparable baseline row is
+    listed, or, with --fail-on-no-baseline, added to `failures`."""
+    errors, lines = gate.harness_errors(results), []
     gaps = gate.baseline_gaps(results, args.baseline_rows) if args.baseline_rows is not None else {}
     for key, gap in sorted(gaps.items()):
-        if args.fail_on_no_baseline and key not in failures:
+        if key in failures:
+            continue
+        if args.fail_on_no_baseline:
             failures[key] = f"not compared with the baseline ({gap}; --fail-on-no-baseline)"
-        elif key not in failures:
-            console.print(f"gate: {key[0]}/{key[1]}: not compared with the baseline: {gap}", highlight=False,
-                          soft_wrap=True)
-    for (problem, candidate), reason in sorted(failures.items()):
-        console.print(f"gate: {problem}/{candidate}: {reason}", highlight=False, soft_wrap=True)
-    for (problem, candidate), reason in sorted(errors.items()):
-        console.print(f"gate: {problem}/{candidate}: HARNESS ERROR (not the candidate's): {reason}",
-                      highlight=False, soft_wrap=True)
+        else:
+            lines.append(f"gate: {key[0]}/{key[1]}: not compared with the baseline: {gap}")
+    lines += [f"gate: {problem}/{candidate}: {reason}" for (problem, candidate), reason in sorted(failures.items())]
+    lines += [f"gate: {problem}/{candidate}: HARNESS ERROR (not the candidate's): {reason}"
+              for (problem, candidate), reason in sorted(errors.items())]
     if errors:  # the run cannot vouch for these pairs either way
-        console.print(f"gate: ERROR: the harness failed on {len(errors)} of {len(results)} pair(s)", highlight=False)
-        return 3
+        return lines + [f"gate: ERROR: the harness failed on {len(errors)} of {len(results)} pair(s)"], 3
     skipped = sum(r.status == Status.SKIPPED and (r.problem, r.solution) not in failures for r in results)
-    console.print(f"gate: {'FAILED' if failures else 'passed'} ({len(failures)} of {len(results)} pair(s) failing"
-                  + (f"; {skipped} skipped, not judged here (--fail-on-skip fails them)" if skipped else "") + ")",
-                  highlight=False)
-    return 1 if failures else 0
+    lines.append(f"gate: {'FAILED' if failures else 'passed'} ({len(failures)} of {len(results)} pair(s) failing"
+                 + (f"; {skipped} skipped, not judged here (--fail-on-skip fails them)" if skipped else "") + ")")
+    return lines, 1 if failures else 0
+
+
+def step_summary(run_dir: Path, gate_lines: list) -> str:
+    """summary.md for GitHub's step summary: its plots named, not linked (that page cannot show the run's files), and
+    the gate's verdict."""
+    text = re.sub(r"!\[([^\]]*)\]\(([^)]+)\)", r"_\1: `\2` in the run's folder (keep it as an artifact)_",
+                  (Path(run_dir) / "summary.md").read_text())
+    if gate_lines:
+        text += "\n```\n" + "\n".join(gate_lines) + "\n```\n"
+    return text + "\n"
 
 
 def read_meta(run_dir: Path) -> dict:

@@ -186,3 +186,20 @@ def test_progress_estimates_the_time_left_from_the_pairs_this_run_judged():
     view.first_start -= 60  # it took a minute
     assert view.end(judged) is True
     assert view.estimate() == ", ~2 min left"  # two pairs left at a minute each
+
+
+def test_the_github_step_summary_names_its_plots_and_gives_the_gates_verdict(tmp_path):
+    """GitHub's step summary cannot show the run's files: plots are named, not linked; the gate's lines close it."""
+    import os
+    import shutil
+
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(FIXTURES / "reports" / "results.jsonl", run / "results.jsonl")
+    summary = tmp_path / "step.md"
+    out = subprocess.run([sys.executable, "run.py", "report", str(run), "--gate"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=300, env={**os.environ, "GITHUB_STEP_SUMMARY": str(summary)})
+    assert out.returncode == 1, out.stderr
+    text = summary.read_text()
+    assert "](speedups.png)" not in text and "`speedups.png` in the run's folder" in text
+    assert "gate: sigmoid/broken: compile_error" in text and "gate: FAILED (3 of 8 pair(s) failing)" in text
