@@ -185,6 +185,7 @@ def plot_speedups(board: pd.DataFrame) -> bytes:
         ax.axvline(1.0, color="black", linewidth=1)
         ax.set_xlabel("speedup over the reference (95% CI)")
         ax.set_title("Correct candidates")
+        ax.figure.suptitle(measured_where(correct), fontsize=9)
     return render(draw, len(labels))
 
 
@@ -203,9 +204,18 @@ def plot_roofline(board: pd.DataFrame) -> bytes:
         ax.axvline(100.0, color="black", linewidth=1)
         ax.set_xlabel("% of speed of light (roofline floor time / measured time)")
         ax.set_title("Achieved vs peak")
+        ax.figure.suptitle(measured_where(correct), fontsize=9)
         if labels:
             ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return render(draw, len(labels))
+
+
+def measured_where(rows: pd.DataFrame) -> str:
+    """What a plot's pairs were measured on, for its title: GPU models (or the CPU), precisions and --set sizes."""
+    gpus = sorted({g for g in rows["gpu"].dropna() if g}) or ["CPU"]
+    sizes = sorted({s for s in rows["sizes"].dropna() if s})
+    return "; ".join([", ".join(gpus), ", ".join(sorted({p for p in rows["precision"].dropna() if p})) or "fp32",
+                      "sizes " + (", ".join(sizes) if sizes else "as the problems set them")])
 
 
 def say_empty(ax) -> None:

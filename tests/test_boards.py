@@ -127,3 +127,10 @@ def test_the_summary_says_which_correct_pairs_fast_p_leaves_out(tmp_path):
     summary = " ".join((tmp_path / "summary.md").read_text().split())
     assert "fast_p and the geomean count only speedups that are measurements: 1 correct pair(s) left out (noisy_timing)" \
         in summary
+
+
+def test_plots_name_the_device_precision_and_sizes():
+    board = boards.leaderboard(golden_results())
+    assert boards.measured_where(board) == "NVIDIA H100 80GB HBM3; fp32; sizes as the problems set them"
+    board.loc[:, "gpu"], board.loc[:, "sizes"] = None, "batch_size=32 dim=2048"
+    assert boards.measured_where(board) == "CPU; fp32; sizes batch_size=32 dim=2048"
