@@ -248,9 +248,10 @@ class RunView:
             return (pair.problem, pair.solution) in self.seen
 
     def estimate(self) -> str:
-        """', ~N min left' from the pace of the pairs a judge ended so far ('' before the first, or none left)."""
+        """', ~N min left' from the pace of the pairs a judge ended so far ('' before the second, or none left: one pair
+        says little of the next, whose pre-flight check may skip it in a second)."""
         left = self.total - self.done
-        if not self.judged or not left:
+        if self.judged < 2 or not left:
             return ""
         seconds = (time.monotonic() - self.first_start) / self.judged * left
         return f", ~{seconds / 60:.0f} min left" if seconds >= 90 else f", ~{seconds:.0f} s left"

@@ -185,7 +185,12 @@ def test_progress_estimates_the_time_left_from_the_pairs_this_run_judged():
     view.stage(judged, "timing")
     view.first_start -= 60  # it took a minute
     assert view.end(judged) is True
-    assert view.estimate() == ", ~2 min left"  # two pairs left at a minute each
+    assert view.estimate() == ""  # one pair says little of the next (four instant skips were said to need ~4 min)
+    second = SimpleNamespace(problem="p", solution="second")
+    view.stage(second, "timing")
+    view.first_start -= 60  # another minute
+    assert view.end(second) is True
+    assert view.estimate() == ", ~60 s left"  # one pair left at a minute each
 
 
 def test_the_github_step_summary_names_its_plots_and_gives_the_gates_verdict(tmp_path):
