@@ -208,3 +208,30 @@ def test_the_github_step_summary_names_its_plots_and_gives_the_gates_verdict(tmp
     text = summary.read_text()
     assert "](speedups.png)" not in text and "`speedups.png` in the run's folder" in text
     assert "gate: sigmoid/broken: compile_error" in text and "gate: FAILED (3 of 8 pair(s) failing)" in text
+
+
+def test_a_gate_against_a_baseline_made_at_other_sizes_says_not_comparable(tmp_path):
+    """The committed-board case on the CPU: a run gated against a board row of other sizes is never called slower; it
+    is listed as not comparable (exit 0), and --fail-on-no-baseline fails it (exit 1)."""
+    import csv
+
+    run = tmp_path / "run"
+    run.mkdir()
+    rows = [json.loads(line) for line in (FIXTURES / "reports" / "results.jsonl").read_text().splitlines()]
+    (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows if r["status"] == "correct"))
+    assert run_cli("report", str(run)).returncode == 0
+    board = list(csv.DictReader(open(run / "leaderboard.csv")))
+    for row in board:
+        row.update(sizes="batch_size=16 dim=1024", speedup="9", speedup_ci_low="8.9", speedup_ci_high="9.1")
+    baseline = tmp_path / "board.csv"
+    with open(baseline, "w", newline="") as out:
+        writer = csv.DictWriter(out, fieldnames=list(board[0]))
+        writer.writeheader()
+        writer.writerows(board)
+    gated = run_cli("report", str(run), "--gate", "--baseline", str(baseline))
+    said = " ".join(gated.stderr.split())
+    assert gated.returncode == 0, said
+    assert ("gate: sigmoid/fast: not compared with the baseline: not comparable: sizes batch_size=16 dim=1024 vs the "
+            "problem's own") in said and "slower" not in said
+    strict = run_cli("report", str(run), "--gate", "--baseline", str(baseline), "--fail-on-no-baseline")
+    assert strict.returncode == 1 and "--fail-on-no-baseline" in strict.stderr
