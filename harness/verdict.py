@@ -112,7 +112,8 @@ def gate_failure(result, min_speedup: Optional[float] = None, baseline: Optional
     """Why `result` fails a gate (None: it passes). A gate fails a pair that is not correct (a skipped one only with
     fail_on_skip: it was not judged here), that carries a flag failing every gate (or one failing a gate that asks for
     speed, when min_speedup or a baseline row asks), whose speedup's CI lies under min_speedup or straddles it, or that
-    is slower than its baseline beyond both CIs (its CI's high end under the baseline's low end). The CI decides, not
+    got worse than its baseline row (got_worse; a row measured on something else is not_comparable and decides
+    nothing: gate.baseline_gaps lists it). The CI decides, not
     the point estimate: a noisy pair whose whole CI clears the bar passes. A harness_error is the run's failure, not the
     candidate's: None here."""
     if result.status == Status.HARNESS_ERROR or (result.status == Status.SKIPPED and not fail_on_skip):
@@ -168,7 +169,7 @@ def sizes_text(overrides) -> str:
 def measured_on(row) -> dict:
     """What a Result or a leaderboard row (a dict) was measured on: GPU model, precision, mode and sizes."""
     def get(key):
-        value = row.get(key) if isinstance(row, dict) else getattr(row, key, None)
+        value = field(row, key)
         return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
     sizes = get("sizes") if isinstance(row, dict) else sizes_text(getattr(row, "overrides", None))
     return {"gpu": get("gpu") or "no GPU", "precision": get("precision") or "fp32", "mode": get("mode") or "constructed",
