@@ -38,16 +38,16 @@ def judged_in_blocks(judge: Callable[[int], Result], cfg: Config) -> Result:
     first = judge(1)
     if not needs_confirmation(first, cfg):
         return first
-    blocks = [first]
+    blocks, result = [first], first
     for block in range(2, cfg.process_blocks + 1):
-        result = judge(block)
-        if result.status != Status.CORRECT or result.speedup is None:
-            return failed_block(first, result, block)
-        blocks.append(result)
-        so_far = merged(blocks)
-        if not is_claim(so_far) and so_far.tie:  # nothing claimed, and no block left to move the point off a tie
+        one = judge(block)
+        if one.status != Status.CORRECT or one.speedup is None:
+            return failed_block(first, one, block)
+        blocks.append(one)
+        result = merged(blocks)
+        if not is_claim(result) and result.tie:  # nothing claimed, and no block left to move the point off a tie
             break
-    return merged(blocks)
+    return result
 
 
 def merged(blocks: list) -> Result:
@@ -70,7 +70,7 @@ def merged(blocks: list) -> Result:
         result.flags += [f for f in block.flags if f not in result.flags]
         result.notes += [n for n in block.notes if n not in result.notes]
         result.timed_outputs_checked = (result.timed_outputs_checked or 0) + (block.timed_outputs_checked or 0)
-    result.blocks = [{name: getattr(r, name) for name in BLOCK_FIELDS} | {"wall_s": r.wall_s} for r in blocks]
+    result.blocks = [figures(r) for r in blocks]
     phases = dict(result.phases_s or {})
     phases["confirmation_blocks"] = round(sum((r.wall_s or 0.0) for r in blocks[1:]), 3)
     result.phases_s = phases
@@ -81,6 +81,11 @@ def failed_block(first: Result, failed: Result, block: int) -> Result:
     """The pair's Result when confirmation block `block` is not correct: that block's verdict, said so."""
     result = copy.deepcopy(failed)
     result.error = f"confirmation block {block} on fresh workers: {failed.error}"
-    result.blocks = [{name: getattr(r, name) for name in BLOCK_FIELDS} | {"wall_s": r.wall_s} for r in (first, failed)]
+    result.blocks = [figures(first), figures(failed)]
     return result
+
+
+def figures(block: Result) -> dict:
+    """One block's entry in `blocks`: its speedup, CI, medians, rounds and wall seconds."""
+    return {name: getattr(block, name) for name in (*BLOCK_FIELDS, "wall_s")}
 
