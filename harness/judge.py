@@ -408,6 +408,11 @@ class PairJudge:
         """The RNG seed both sides' calls of a trial start from (secret, as the trial's inputs)."""
         return inputs_mod.trial_seed(self.job["secret"], self.job["problem"] + ":call", trial)
 
+    def timing_seed(self) -> int:
+        """The seed of this block's timing draws (round order, pads, checked rounds): secret, and its own per pair and
+        per block, so that a confirmation block's fresh workers are placed by draws of their own, not the first's."""
+        return inputs_mod.trial_seed(self.job["secret"], f"{self.job['problem']}:{self.job['solution']}:timing", self.block)
+
     def make_inputs(self, trial: int, wide: bool) -> list:
         seed = inputs_mod.trial_seed(self.job["secret"], self.job["problem"], trial)
         try:

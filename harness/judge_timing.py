@@ -354,7 +354,7 @@ class Rounds:
         self.probe = pair.gpu_probe()
         self.window_clean = True  # this round's windows each began on a GPU of our own
         self.ref_judged, self.new_judged = [], []  # the judge's own wall clock (ms) around each timing request
-        self.rng = random.Random(pair.job["secret"])
+        self.rng = random.Random(pair.judge.timing_seed())
         self.checked = []  # rounds whose timed output was checked
         self.first = []  # which side each round timed first: "R" (reference) or "N" (candidate)
 

@@ -197,3 +197,18 @@ def test_a_failed_verdict_drops_the_flags_that_say_how_a_trial_passed():
     passed = SimpleNamespace(result=Result(problem="p", solution="s", status=Status.CORRECT, flags=["accurate_vs_fp64"]))
     PairJudge.end_with(passed, Verdict(Status.CORRECT, None))
     assert passed.result.flags == ["accurate_vs_fp64"]
+
+
+def test_each_block_and_pair_times_by_draws_of_its_own():
+    """A confirmation block's round order and pads come from its own seed: with the run's secret alone, every block
+    (and every pair) drew the same, and fresh workers re-placed behind the same pads agreed on one process's offset."""
+    from harness.config import build_config
+    from harness.judge import PairJudge
+
+    def seed(block: int, solution: str = "a") -> int:
+        job = {"problem": "p", "solution": solution, "config": build_config(str(FAST_CONFIG), {"device": "cpu"}),
+               "device": "cpu", "secret": 7, "block": block}
+        return PairJudge(job, (None, None), frozenset()).timing_seed()
+
+    assert seed(1) == seed(1)  # one run, one pair, one block: the same draws, as the judge's checks need
+    assert len({seed(1), seed(2), seed(3), seed(1, "b")}) == 4

@@ -124,7 +124,7 @@ def fake_pair(ref, new):
     pair.result = SimpleNamespace(rounds_discarded=None, ref_wall_ms=[], new_wall_ms=[], flags=[], gpu_wait_ms=None,
                                   timed_outputs_checked=None, judge_wall_ms=None, ref_batch=1, ref_timer="perf_counter")
     pair.ref_sandbox, pair.sandbox = ref, new
-    pair.judge = SimpleNamespace(block=1, make_inputs=lambda seed, wide: [torch.full((4,), float(seed))],
+    pair.judge = SimpleNamespace(block=1, timing_seed=lambda: 7, make_inputs=lambda seed, wide: [torch.full((4,), float(seed))],
                                  ref_schedule=procs.Schedule.read(os.getpid()), random_reference=False)
     pair.reference_side = contextlib.nullcontext
     pair.phase = lambda name: contextlib.nullcontext()
