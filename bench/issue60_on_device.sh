@@ -3,7 +3,8 @@
 # the older tree too):
 #   bash bench/issue60_on_device.sh COMMIT diag|head|v0|convt|ab [SECONDS]
 #   diag   KernelBench v0's level2 61_, 29_ and level1 100_ against themselves, twice, on one GPU: each pair's
-#          ratios split by the side that opened the round (round_order): do they lean by the order?
+#          ratios split by the side that opened the round (round_order): do they lean by the order? Then
+#          bench/tiny_noise_probe.py (a microsecond call's spread, sample to sample)
 #   head   today's KernelBench levels 1-3 A/A on every GPU of the machine, resumed from bench/results/
 #          kernelbench-aa-h200-levels123-COMMIT-results.jsonl (copy each call's records there before the next)
 #   v0     the same for KernelBench v0 (6500bbc): kernelbench-v0-aa-h200-levels123-COMMIT
@@ -19,12 +20,16 @@ export PYTHONUNBUFFERED=1
 nvidia-smi -L
 case $part in
 diag)
-    for run in 1 2; do
+    gpus=$(nvidia-smi -L | wc -l)
+    for run in 1 2; do  # side by side where the machine has two GPUs
         rm -rf ".diag-$run"
-        timeout 200 python3 bench/kernelbench_aa.py "$v0" --out ".diag-$run" --problems level2/61_ level2/29_ level1/100_ \
-            > "$OUT/diag-$run.log" 2>&1
-        cat ".diag-$run/run/results.jsonl" >> "$OUT/diag-v0-$commit-results.jsonl"
+        CUDA_VISIBLE_DEVICES=$(( (run - 1) % gpus )) timeout 200 python3 bench/kernelbench_aa.py "$v0" --out ".diag-$run" \
+            --problems level2/61_ level2/29_ level1/100_ > "$OUT/diag-$run.log" 2>&1 &
+        [ "$gpus" -gt 1 ] || wait
     done
+    wait
+    CUDA_VISIBLE_DEVICES=0 timeout 120 python3 bench/tiny_noise_probe.py > "$OUT/tiny-noise.txt" 2>&1
+    cat .diag-1/run/results.jsonl .diag-2/run/results.jsonl > "$OUT/diag-v0-$commit-results.jsonl"
     python3 - "$OUT/diag-v0-$commit-results.jsonl" <<'PY'
 import json, math, statistics, sys
 for line in open(sys.argv[1]):
