@@ -2,7 +2,8 @@
 # Issue 60's GPU checks, one PART per call of a lent machine (each fits its 10 minutes; carry .corpus, and for `ab`
 # the older tree too):
 #   bash bench/issue60_on_device.sh COMMIT diag|head|v0|convt|ab [SECONDS]
-#   diag   KernelBench v0's level2 61_, 29_ and level1 100_ against themselves, twice, on one GPU: each pair's
+#   diag   KernelBench v0's level2 61_, 29_ and level1 100_ against themselves, and eight of its microsecond level1
+#          problems (on a second GPU where there is one): each pair's
 #          ratios split by the side that opened the round (round_order): do they lean by the order? Then
 #          bench/tiny_noise_probe.py (a microsecond call's spread, sample to sample)
 #   head   today's KernelBench levels 1-3 A/A on every GPU of the machine, resumed from bench/results/
@@ -21,10 +22,11 @@ nvidia-smi -L
 case $part in
 diag)
     gpus=$(nvidia-smi -L | wc -l)
+    sets=("level2/61_ level2/29_ level1/100_" "level1/19_ level1/20_ level1/24_ level1/26_ level1/28_ level1/30_ level1/32_ level1/41_")
     for run in 1 2; do  # side by side where the machine has two GPUs
         rm -rf ".diag-$run"
-        CUDA_VISIBLE_DEVICES=$(( (run - 1) % gpus )) timeout 200 python3 bench/kernelbench_aa.py "$v0" --out ".diag-$run" \
-            --problems level2/61_ level2/29_ level1/100_ > "$OUT/diag-$run.log" 2>&1 &
+        CUDA_VISIBLE_DEVICES=$(( (run - 1) % gpus )) timeout 240 python3 bench/kernelbench_aa.py "$v0" --out ".diag-$run" \
+            --problems ${sets[run - 1]} > "$OUT/diag-$run.log" 2>&1 &
         [ "$gpus" -gt 1 ] || wait
     done
     wait
