@@ -16,19 +16,22 @@ TIE_BAND = (0.98, 1.02)
 
 
 def speedup_with_ci(ref_ms: list, new_ms: list) -> dict:
-    """Medians per side, and the speedup from paired rounds: exp(median of each round's log(ref/new)), with the
-    95% CI of that median from a sign test whose variance allows for rounds that are not independent.
+    """Medians per side, and the speedup from paired rounds: exp(median of each pair of rounds' mean log(ref/new)),
+    with the 95% CI of that median from a sign test whose variance allows for units that are not independent.
 
     A round's two samples are taken back to back, so drift that hits both sides of a round cancels from its
-    ratio, and a burst that hits one sample moves the median little. The CI is a pair of order statistics of the
-    round ratios, distribution-free: for independent rounds, ranks n/2 -+ 1.96 sqrt(n)/2. Rounds are not
-    independent (clocks, the host's load and the memory's state change over seconds, not per round): how many
-    ratios fall above the median varies more when one above tends to follow one above, by (1 + r) / (1 - r) for
-    a lag-1 correlation r of those signs, and the ranks move out by its square root. (A bootstrap over single
-    rounds, the earlier CI, held the true speedup of A/A pairs far less often: tests/test_stats.py.)
+    ratio, and a burst that hits one sample moves the median little. Rounds come in pairs, each opened once by each
+    side (alternate_rounds): where the side that goes second runs slower (a microsecond call on the H200, 10%), a
+    round's ratio is one of two values, and the median of both kinds lands anywhere between them; a pair's mean
+    cancels it. The CI is a pair of order statistics of the pairs' ratios, distribution-free: for independent
+    units, ranks n/2 -+ 1.96 sqrt(n)/2. Units are not independent (clocks, the host's load and the memory's state
+    change over seconds, not per round): how many fall above the median varies more when one above tends to follow
+    one above, by (1 + r) / (1 - r) for a lag-1 correlation r of those signs, and the ranks move out by its square
+    root. (A bootstrap over single rounds, the earlier CI, held the true speedup of A/A pairs far less often:
+    tests/test_stats.py.) An odd last round, the pair's first half, is left out.
     """
     ref, new = np.asarray(ref_ms, dtype=float), np.asarray(new_ms, dtype=float)
-    ratios = np.log(ref) - np.log(new)
+    ratios = paired_means(np.log(ref) - np.log(new))
     middle = float(np.median(ratios))
     n = len(ratios)
     above = (ratios > middle).astype(float)
@@ -45,6 +48,12 @@ def speedup_with_ci(ref_ms: list, new_ms: list) -> dict:
         "speedup_ci_low": min(math.exp(low), speedup),
         "speedup_ci_high": max(math.exp(high), speedup),
     }
+
+
+def paired_means(ratios: np.ndarray) -> np.ndarray:
+    """The mean of each pair of consecutive rounds' log ratios (a single round stands alone)."""
+    n = len(ratios) // 2 * 2
+    return ratios if n == 0 else (ratios[0:n:2] + ratios[1:n:2]) / 2
 
 
 def lag1_correlation(values: np.ndarray) -> float:
@@ -97,7 +106,7 @@ def alternate_rounds(ref_call: Callable[[], float], new_call: Callable[[], float
     ref_ms, new_ms = [], []
     calls = {"ref": (ref_call, ref_ms), "new": (new_call, new_ms)}
     attempts = [0]  # rounds run, dropped ones included: the judge's deadline holds even when every round is dropped
-    order = []
+    order, opened = [], []  # this round's order; the side that opened each kept round
 
     def tight() -> bool:
         return len(ref_ms) >= cfg.min_rounds and ci_is_tight(speedup_with_ci(ref_ms, new_ms), cfg.target_ci_pct)
@@ -105,11 +114,13 @@ def alternate_rounds(ref_call: Callable[[], float], new_call: Callable[[], float
     def one_round() -> None:
         attempts[0] += 1
         before_round(len(ref_ms))
-        order[:] = opening_order(rng, attempts[0], order)
+        order[:] = opening_order(rng, opened)
         for side in order:
             call, samples = calls[side]
             samples.append(call())
-        if not round_kept():
+        if round_kept():
+            opened.append(order[0])
+        else:
             ref_ms.pop(), new_ms.pop()
 
     deadline = clock() + cfg.max_timing_s
@@ -128,12 +139,13 @@ def alternate_rounds(ref_call: Callable[[], float], new_call: Callable[[], float
     return ref_ms, new_ms, tight()
 
 
-def opening_order(rng: random.Random, attempt: int, last: list) -> list:
-    """The sides' order in round `attempt` (from 1), counterbalanced: each pair of rounds opens once with each side, the
-    first of the pair drawn at random, so that an advantage of opening (or closing) a round cancels instead of
-    following the run's secret (docs/decisions/process-offset.md: fresh workers in one run agreed on a lean, runs
-    disagreed)."""
-    return rng.sample(["ref", "new"], 2) if attempt % 2 else last[::-1]
+def opening_order(rng: random.Random, opened: list) -> list:
+    """The sides' order in the next round, counterbalanced: each pair of kept rounds (`opened`: who opened each) opens
+    once with each side, the first of the pair drawn at random, so that an advantage of opening (or closing) a round
+    cancels within the pair (speedup_with_ci) instead of following the draws (docs/decisions/process-offset.md)."""
+    if len(opened) % 2 == 0:
+        return rng.sample(["ref", "new"], 2)
+    return ["new", "ref"] if opened[-1] == "ref" else ["ref", "new"]
 
 
 def medians(samples) -> tuple[float, float]:

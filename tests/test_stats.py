@@ -61,12 +61,29 @@ def test_a_a_samples_give_a_tie_whose_ci_contains_one():
 
 
 def test_the_speedup_and_ci_of_four_rounds_worked_by_hand():
-    """Round ratios 2.0, 1.714, 2.25, 1.833: the speedup is the geometric middle of the two central ones, and with four
-    rounds the sign test's 95% interval is the whole range, the lowest and highest ratio."""
+    """Round ratios 2.0, 1.714, 2.25, 1.833: two pairs of rounds, whose ratios are the geometric means 1.852 and
+    2.031; the speedup is the middle of those two, and with two units the sign test's 95% interval is their range."""
     result = stats.speedup_with_ci([1.0, 1.2, 0.9, 1.1], [0.5, 0.7, 0.4, 0.6])
-    assert result["speedup"] == pytest.approx((1.1 / 0.6 * 2.0) ** 0.5)
-    assert result["speedup_ci_low"] == pytest.approx(1.2 / 0.7) and result["speedup_ci_high"] == pytest.approx(2.25)
+    first, second = (2.0 * 1.2 / 0.7) ** 0.5, (2.25 * 1.1 / 0.6) ** 0.5
+    assert result["speedup"] == pytest.approx((first * second) ** 0.5)
+    assert result["speedup_ci_low"] == pytest.approx(first) and result["speedup_ci_high"] == pytest.approx(second)
     assert (result["ref_ms"], result["new_ms"]) == (pytest.approx(1.05), pytest.approx(0.55))
+
+
+def test_a_side_slower_when_it_goes_second_cancels_within_each_pair_of_rounds():
+    """The H200's microsecond calls: the second side of a round 10% slower. Counterbalanced rounds give ratios 0.91
+    and 1.1 in turn; a median of rounds fell anywhere between (100_HingeLoss 1.029 [0.993, 1.063]), a pair's mean is 1."""
+    rng, noise = random.Random(3), np.random.default_rng(4)
+    ref_ms, new_ms, opened = [], [], []
+    for _ in range(100):
+        first = stats.opening_order(rng, opened)[0]
+        opened.append(first)
+        slow = {"ref": 1.0, "new": 1.0, ("new" if first == "ref" else "ref"): 1.1}
+        ref_ms.append(slow["ref"] * (1 + noise.normal(0, 0.005)))
+        new_ms.append(slow["new"] * (1 + noise.normal(0, 0.005)))
+    result = stats.speedup_with_ci(ref_ms, new_ms)
+    assert result["speedup"] == pytest.approx(1.0, abs=0.005) and stats.ci_is_tight(result, 1.0)
+    assert stats.is_tie(result)
 
 
 def test_wide_ci_is_not_tight():
@@ -189,3 +206,14 @@ def test_alternate_rounds_open_with_each_side_once_in_every_pair_of_rounds():
                                            random.Random(seed))
         first = opened[::2][:len(ref)]
         assert len(ref) == 40 and all(sorted(first[i:i + 2]) == ["new", "ref"] for i in range(0, 40, 2))
+
+
+def test_a_dropped_round_keeps_every_pair_of_kept_rounds_opened_once_by_each_side():
+    """A round dropped for interference is run again in its place: the kept rounds still pair up."""
+    opened, kept, noise = [], iter([True, False, True, True, False, False] * 20), random.Random(5)
+    calls = {side: (lambda side=side: opened.append(side) or noise.uniform(0.5, 1.5)) for side in ("ref", "new")}
+    ref, _, _ = stats.alternate_rounds(calls["ref"], calls["new"], ROUNDS.replace(target_ci_pct=0.0001, max_rounds=20),
+                                       random.Random(2), round_kept=lambda: next(kept))
+    verdicts = iter([True, False, True, True, False, False] * 20)
+    first = [side for side, keep in zip(opened[::2], verdicts) if keep]
+    assert len(ref) == len(first) == 20 and all(sorted(first[i:i + 2]) == ["new", "ref"] for i in range(0, 20, 2))
