@@ -59,6 +59,17 @@ def nvml_handle(pynvml, torch_index: int):
     return pynvml.nvmlDeviceGetHandleByIndex(nvml_index(torch_index))
 
 
+def machine_gpus(fallback: int) -> int:
+    """How many GPUs the machine has (NVML's count, whatever CUDA_VISIBLE_DEVICES lets this run see); else fallback."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        return int(pynvml.nvmlDeviceGetCount())
+    except Exception:
+        return fallback
+
+
 def physical_index(torch_index: int) -> int:
     """NVML's index of torch's GPU `torch_index` (one CPU per physical GPU: procs.cpu_for_gpu)."""
     try:

@@ -3,6 +3,7 @@ the processes a worker leaves behind found and killed. Imports nothing heavy: th
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -277,12 +278,53 @@ def continue_all(pids) -> None:
             pass
 
 
+CPUS_ENV = "KERNEL_HARNESS_CPUS"  # the CPUs the run was given, before keep_timing_cpus_free narrowed its processes'
+
+
+def run_cpus() -> list:
+    """The CPUs the run was given: as the runner found them (CPUS_ENV), else this process's own."""
+    given = os.environ.get(CPUS_ENV)
+    return sorted(int(c) for c in given.split(",")) if given else sorted(os.sched_getaffinity(0))
+
+
 def cpu_for_gpu(index: int) -> int:
     """The CPU that the workers of a pair on GPU `index` (torch's) share for its timing: one per physical GPU (the
     first CPU left to the rest of the machine), so that pairs timed at once on different GPUs never share one while
     there are enough, also when each run was given its GPU by CUDA_VISIBLE_DEVICES (then both see it as cuda:0)."""
-    cpus = sorted(os.sched_getaffinity(0))
-    return cpus[(clocks.physical_index(index) + 1) % len(cpus)]
+    return timing_cpu(run_cpus(), clocks.physical_index(index))
+
+
+def timing_cpu(cpus: list, physical_gpu: int) -> int:
+    """Of these CPUs, the one where the pairs of this (NVML-numbered) GPU are timed."""
+    return cpus[(physical_gpu + 1) % len(cpus)]
+
+
+def reserved_for_timing(cpus: list, gpus: int) -> set:
+    """The timing CPUs of every GPU of the machine, where there are CPUs enough to keep them for timing alone (the
+    rest of the run keeps at least gpus + 2: a judge, its workers' correctness stage, builds); else none."""
+    if gpus < 1 or len(cpus) < 2 * gpus + 2:
+        return set()
+    return {timing_cpu(cpus, gpu) for gpu in range(gpus)}
+
+
+@contextlib.contextmanager
+def timing_cpus_kept_free(gpus: int):
+    """A GPU run: this process, and every process it starts meanwhile, kept off the CPUs where pairs are timed, so that
+    only the two workers a judge pins there (share_one_cpu) run on one while a pair is timed. Yields the CPUs kept."""
+    cpus, before = run_cpus(), os.environ.get(CPUS_ENV)
+    reserved = reserved_for_timing(cpus, gpus)
+    try:
+        os.sched_setaffinity(0, set(cpus) - reserved)
+    except OSError:
+        reserved = set()
+    if reserved:
+        os.environ[CPUS_ENV] = ",".join(map(str, cpus))
+    try:
+        yield reserved
+    finally:
+        if reserved:
+            os.sched_setaffinity(0, cpus)
+            os.environ.pop(CPUS_ENV) if before is None else os.environ.__setitem__(CPUS_ENV, before)
 
 
 def share_one_cpu(pids, cpu: int) -> bool:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-from harness import builds, discover, judge_processes, stopping
+from harness import builds, clocks, discover, judge_processes, procs, stopping
 from harness.devices import is_gpu
 from harness.environment import ROOT, UsageError
 from harness.records import Result, failure
@@ -49,6 +49,13 @@ class LocalScheduler:
         if not plans:  # a resumed run with every pair recorded: no judge to start
             return
         devices = ctx.devices or (ctx.device,)
+        # On a GPU the timing CPUs are kept for the pairs being timed, from before the first judge or build starts
+        # (they inherit it) to the end.
+        with procs.timing_cpus_kept_free(clocks.machine_gpus(len(devices)) if is_gpu(ctx.device) else 0):
+            self.run_pairs(plans, devices, ctx, emit, on_stage)
+
+    def run_pairs(self, plans: list, devices: tuple, ctx, emit: Emit, on_stage: OnStage) -> None:
+        """Each pair's build, then its evaluation on the first free device."""
         free = queue.Queue()
         for device in devices:
             free.put(device)

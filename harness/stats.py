@@ -92,16 +92,14 @@ def alternate_rounds(ref_call: Callable[[], float], new_call: Callable[[], float
                      undecided: Callable[[list, list], bool] | None = None) -> tuple[list, list, bool]:
     """Rounds of one sample per side in counterbalanced random order, until the speedup's CI is tight or a cap is hit.
 
-    `before_round(i)` runs before round i (new input contents, checks of the previous round's output);
-    `round_kept()` after each round: a round it rejects (another process used the GPU) is dropped.
-    A sample is the time per call of `calls_per_sample` calls.
-    Stops after at least min_rounds and min_timing_s of timed calls per side, once the CI is within
-    +-target_ci_pct; gives up at max_rounds or after max_timing_s seconds of `clock`, the judge's own:
-    a cap on the workers' reported samples would let a forged clock keep the rounds going for ever.
+    `before_round(i)` runs before round i (new input contents, checks of the previous round's output); `round_kept()`
+    after each: a round it rejects (another process used the GPU) is dropped. A sample: the time per call of
+    `calls_per_sample` calls. Stops after at least min_rounds and min_timing_s of timed calls per side, once the CI is
+    within +-target_ci_pct; gives up at max_rounds or after max_timing_s seconds of `clock`, the judge's own (a cap on
+    the workers' reported samples would let a forged clock keep the rounds going for ever).
     Then, while `undecided(ref_ms, new_ms)` (a gate's bar inside the CI), more rounds: up to gate_timing_s more
     seconds and max_rounds more rounds, until it is decided.
-    Returns both sides' samples (ms) and whether the CI reached the target (never from fewer than
-    min_rounds rounds).
+    Returns both sides' samples (ms) and whether the CI reached the target (never from fewer than min_rounds rounds).
     """
     ref_ms, new_ms = [], []
     calls = {"ref": (ref_call, ref_ms), "new": (new_call, new_ms)}
