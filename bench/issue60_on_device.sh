@@ -1,11 +1,13 @@
 #!/bin/bash
 # Issue 60's GPU checks, one PART per call of a lent machine (each fits its 10 minutes; carry .corpus, and for `ab`
 # the older tree too):
-#   bash bench/issue60_on_device.sh COMMIT diag|head|v0|convt|ab [SECONDS]
+#   bash bench/issue60_on_device.sh COMMIT diag|role|head|v0|convt|ab [SECONDS]
 #   diag   KernelBench v0's level2 61_, 29_ and level1 100_ against themselves, and eight of its microsecond level1
 #          problems (on a second GPU where there is one): each pair's
 #          ratios split by the side that opened the round (round_order): do they lean by the order? Then
 #          bench/tiny_noise_probe.py (a microsecond call's spread, sample to sample)
+#   role   bench/role_probe.py on four ConvTranspose3d problems (one a GPU): does a lean follow which worker started
+#          first, or which ran the correctness trials?
 #   head   today's KernelBench levels 1-3 A/A on every GPU of the machine, resumed from bench/results/
 #          kernelbench-aa-h200-levels123-COMMIT-results.jsonl (copy each call's records there before the next)
 #   v0     the same for KernelBench v0 (6500bbc): kernelbench-v0-aa-h200-levels123-COMMIT
@@ -45,6 +47,17 @@ for line in open(sys.argv[1]):
           f"N-first {len(split['N'])}: {said['N']}")
 PY
     ;;
+role)
+    problems=("$head/level2/61_ConvTranspose3d_ReLU_GroupNorm.py" "$head/level1/68_conv_transposed_3D__square_input__asymmetric_kernel.py"
+              "$v0/level1/61_conv_transposed_3D__square_input__square_kernel.py" "$v0/level2/61_ConvTranspose3d_ReLU_GroupNorm.py")
+    gpus=$(nvidia-smi -L | wc -l)
+    for i in "${!problems[@]}"; do  # one problem a GPU, side by side
+        CUDA_VISIBLE_DEVICES=$(( i % gpus )) timeout "$seconds" python3 bench/role_probe.py "${problems[i]}" --repeats 3 \
+            > "$OUT/role-$i.txt" 2>&1 &
+        [ $(( (i + 1) % gpus )) -ne 0 ] || wait
+    done
+    wait
+    cat "$OUT"/role-*.txt ;;
 head) KB=$head bash bench/resume_on_device.sh "kernelbench-aa-h200-levels123-$commit" "$seconds" --levels 1,2,3 -- --devices all ;;
 v0) KB=$v0 bash bench/resume_on_device.sh "kernelbench-v0-aa-h200-levels123-$commit" "$seconds" --levels 1,2,3 -- --devices all ;;
 convt) KB=$head timeout "$seconds" bash bench/convt3d_on_device.sh "convt3d-aa-h200-$commit" 5 ;;
@@ -53,5 +66,5 @@ ab)
              | sed 's/\.py$//' | sed 's/\([0-9]*_\).*/\1/')
     CUDA_VISIBLE_DEVICES=0 KB=$head timeout "$seconds" bash bench/commit_ab.sh .ab-25bfc02,. $sample \
         level1/58_ level1/68_ level1/70_ level2/61_ ;;
-*) echo "PART is diag, head, v0, convt or ab"; exit 2 ;;
+*) echo "PART is diag, role, head, v0, convt or ab"; exit 2 ;;
 esac
