@@ -35,9 +35,6 @@ SHORT_CALL_MS = 0.2  # calls shorter than this are timed in batches: launch over
 BATCH_TARGET_MS = 2.0  # one batched window lasts about this long
 WALL_BATCH_LIMIT_MS = 10 * BATCH_TARGET_MS  # ... and by the host's clock (launches, syncs) at most this long
 MAX_BATCH = 4096
-# A batched window's synchronize tail (work left on other streams) counts once it passes this: under it, it is the host's
-# jitter in synchronizing, which otherwise set a 2 us call's spread sample to sample (docs/decisions/process-offset.md).
-BATCHED_TAIL_ALLOWANCE_MS = 0.02
 FLOOR_MS = 1e-6  # a batched difference is clamped here: a sample is never zero or negative
 # A GPU call of SHORT_CALL_MS or more is timed alone in its window, and a sample times about this many milliseconds
 # of such windows (at most MAX_SINGLE_WINDOWS), their mean its value: a round costs ~30 ms beyond its windows (GPU
@@ -82,7 +79,7 @@ class Timer:
         self.last_output = None  # what the last timed call returned (the judge checks it)
         self.before_call = None  # a stateful model's restore before each timed call (outside single windows)
         self.idle_sync_ms = self.measure_idle_sync_ms()
-        self.tail_allowance_ms = BATCHED_TAIL_ALLOWANCE_MS  # batched windows only
+        self.snapshots = []  # a graph's output as each calls window of the last sample ended (snapshot_output)
 
     def flush_bytes(self) -> int:
         """max(2 x L2, 128 MiB) on a GPU; twice the last-level cache on the CPU."""
@@ -214,6 +211,7 @@ class Timer:
     def let_go_of_output(self) -> None:
         """Drop the last timed call's output to make room, unless a graph's replays write it: no later round sets that
         one again, and every timed-output check after a trace read None (an A/A pair `incorrect` on the H100)."""
+        self.snapshots = []
         if self.method != "cuda_graph":
             self.last_output = None
 
@@ -223,7 +221,18 @@ class Timer:
         self.last_output = None
         self.last_output = self.fn()
 
-    def window(self, body: Callable[[], object]) -> tuple[float, float]:
+    def counts_tail(self) -> bool:
+        """Does a window count the work left on the device after its end event? Not a graph's: a replay is done at its
+        end event, so only another thread's work can be left, and what the judge checks of a graph's output is its
+        copy taken right behind that event (snapshot_output), which such work comes too late to write. Counted, the
+        host's jitter in synchronizing set a 2 us call's spread sample to sample (docs/decisions/process-offset.md)."""
+        return self.method != "cuda_graph"
+
+    def snapshot_output(self) -> None:
+        """Queue a copy of the graph's output right behind a calls window's end event (the judge checks this copy)."""
+        self.snapshots.append(cloned(self.last_output))
+
+    def window(self, body: Callable[[], object], then: Callable[[], None] | None = None) -> tuple[float, float]:
         """(ms, wall ms) of body, from an idle device until the device is idle again.
 
         The end event, recorded right behind body on the current stream, times body's work there free of
@@ -247,13 +256,13 @@ class Timer:
         start.record()
         body()
         end.record()
+        if then is not None:
+            then()
         end.synchronize()
         reached_end = _perf_counter_ns()
         _synchronize(self.device)
         idle = _perf_counter_ns()
-        tail_ms = max(0.0, (idle - reached_end) / 1e6 - self.idle_sync_ms)
-        if self.method in BATCHED_METHODS and tail_ms <= self.tail_allowance_ms:
-            tail_ms = 0.0
+        tail_ms = max(0.0, (idle - reached_end) / 1e6 - self.idle_sync_ms) if self.counts_tail() else 0.0
         return start.elapsed_time(end) + tail_ms, (idle - wall_start) / 1e6
 
     def measure_idle_sync_ms(self) -> float:
@@ -287,7 +296,9 @@ class Timer:
         # biases whichever window runs first: one untimed batch first, then calls and flushes in
         # A B B A order, so that a drift within the sample cancels from the difference.
         (flushes or calls)()
-        timed = [self.window(body) if body else (0.0, 0.0)
+        self.snapshots = []
+        then = self.snapshot_output if self.method == "cuda_graph" else None
+        timed = [self.window(body, then if body is calls else None) if body else (0.0, 0.0)
                  for body in (calls, flushes, flushes, calls)]
         return tuple(max((a1 + a2 - b1 - b2) / (2 * self.batch), FLOOR_MS) for a1, b1, b2, a2 in zip(*timed))
 
@@ -327,6 +338,15 @@ def blocking_stream(device: torch.device) -> torch.cuda.Stream:
     if made and handle.value:
         return torch.cuda.ExternalStream(handle.value, device=device)
     return torch.cuda.Stream(device)
+
+
+def cloned(out):
+    """A copy of a call's output: its tensors cloned, a tuple or list of them as such; anything else as it is."""
+    if isinstance(out, torch.Tensor):
+        return out.clone()
+    if type(out) in (tuple, list):
+        return type(out)(x.clone() if isinstance(x, torch.Tensor) else x for x in out)
+    return out
 
 
 def output_tensors(out) -> list:

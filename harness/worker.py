@@ -279,8 +279,9 @@ class Worker:
             self.timer.recapture() if graphed else self.timer.once()
         self.timer.sync()
 
-    def op_last_timed_output(self):
-        """What the last timed call returned, for the judge to check."""
+    def op_last_timed_output(self, window: int = -1):
+        """What the last timed call returned, for the judge to check; a graph's as calls window `window` of the last
+        sample ended (Timer.snapshot_output), its values only: whether it is an input's storage is read on the output."""
         self.timer.sync()
         # Sent as copies where the output itself must stay: a graph's output lives in its private pool, rewritten by
         # replays; and sending a CPU tensor moves its storage into a shared-memory file, which the next timed call
@@ -290,7 +291,10 @@ class Worker:
         # an input's storage is read on the output itself, before any copy (copied first, a timed call that wrote
         # its result over its input was never seen to).
         copies = self.timer.method == "cuda_graph" or self.device.type != "cuda"
-        return channel.ok(package(self.timer.last_output, self.timing_inputs, copies))
+        reply = package(self.timer.last_output, self.timing_inputs, copies)
+        if self.timer.method == "cuda_graph" and self.timer.snapshots:
+            reply["items"] = package(self.timer.snapshots[window % len(self.timer.snapshots)], [], copies=True)["items"]
+        return channel.ok(reply)
 
     def op_trace(self):
         """The torch operators and GPU kernels one call launches, by name. On a GPU, torch.profiler (kernels need

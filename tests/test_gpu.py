@@ -128,6 +128,22 @@ def test_short_calls_are_timed_by_graph_replay():
     assert 0 < ms < 0.05  # a 4 KB sigmoid: microseconds, not the launch overhead of a whole window
 
 
+def test_a_graphs_output_is_copied_behind_each_calls_window_and_no_tail_is_counted():
+    """What the judge checks of a graph-timed call is its output as each calls window ended (work of another thread
+    left after the end event comes too late for it), so a graph's window counts no synchronize tail."""
+    from harness import timing
+
+    x = torch.rand(4096, device="cuda")
+    timer = timing.Timer(torch.device("cuda"), cold_cache=True)
+    assert timer.prepare(lambda: torch.sigmoid(x), warmup=3, inputs=[x]) == "cuda_graph" and not timer.counts_tail()
+    timer.sample()
+    assert len(timer.snapshots) == 2 and all(torch.equal(s, torch.sigmoid(x)) for s in timer.snapshots)
+    assert all(s.data_ptr() != timer.last_output.data_ptr() for s in timer.snapshots)
+    x.mul_(0.5)
+    timer.sample()  # a new sample's copies replace the last one's
+    assert len(timer.snapshots) == 2 and torch.equal(timer.snapshots[0], torch.sigmoid(x))
+
+
 def test_uncapturable_short_calls_fall_back_to_batched_events():
     from harness import timing
 

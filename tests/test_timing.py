@@ -105,3 +105,12 @@ def test_inputs_the_graph_check_cannot_halve_are_left_as_they_were():
     except RuntimeError:
         pass
     assert torch.equal(x, original) and len(calls) == 2
+
+
+def test_a_copy_of_an_output_keeps_its_structure():
+    """Timer.snapshot_output's copy: tensors cloned (another storage, the same values), tuples and lists as such."""
+    a, b = torch.rand(3), torch.rand(2)
+    copied = timing.cloned((a, [b], 4))
+    assert type(copied) is tuple and torch.equal(copied[0], a) and copied[0].data_ptr() != a.data_ptr()
+    assert copied[1] == [b] and copied[2] == 4  # only the top level's tensors: a call returns a tensor or a tuple of them
+    assert torch.equal(timing.cloned(a), a) and timing.cloned(None) is None

@@ -1,6 +1,7 @@
 """Worker-side helpers that run without a judge."""
 import random
 import weakref
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -145,6 +146,21 @@ def test_a_checked_cpu_output_is_sent_as_a_copy():
     assert status == "ok" and torch.equal(sent, mine)
     assert sent.untyped_storage().data_ptr() != mine.untyped_storage().data_ptr()
     assert payload["items"][1] == {"not_tensor": "int"}
+
+
+def test_a_graph_timed_output_is_checked_as_the_judge_drew_its_window_end_copy():
+    """A graph's output as each calls window ended (Timer.snapshot_output) is what is sent, the window the judge's
+    draw; whether it aliases an input is still read on the output itself."""
+    w = worker.Worker("cpu", cold_cache=False)
+    w.timing_inputs = [torch.rand(64)]
+    live, first, second = torch.full((4,), 3.0), torch.full((4,), 1.0), torch.full((4,), 2.0)
+    w.timer = SimpleNamespace(method="cuda_graph", last_output=(live, 5), snapshots=[(first, 5), (second, 5)],
+                              sync=lambda: None)
+    for window, expected in ((0, first), (1, second), (-1, second)):
+        status, payload = w.op_last_timed_output(window=window)
+        assert status == "ok" and torch.equal(payload["items"][0], expected) and payload["items"][1] == {"not_tensor": "int"}
+    w.timer.last_output = w.timing_inputs[0]
+    assert w.op_last_timed_output(window=0)[1]["aliases_input"]
 
 
 def test_a_timed_output_written_over_its_input_is_reported_before_it_is_copied():
