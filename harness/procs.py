@@ -278,7 +278,7 @@ def continue_all(pids) -> None:
             pass
 
 
-CPUS_ENV = "KERNEL_HARNESS_CPUS"  # the CPUs the run was given, before keep_timing_cpus_free narrowed its processes'
+CPUS_ENV = "KERNEL_HARNESS_CPUS"  # the CPUs the run was given, before timing_cpus_kept_free narrowed its processes'
 
 
 def run_cpus() -> list:
@@ -313,18 +313,21 @@ def timing_cpus_kept_free(gpus: int):
     only the two workers a judge pins there (share_one_cpu) run on one while a pair is timed. Yields the CPUs kept."""
     cpus, before = run_cpus(), os.environ.get(CPUS_ENV)
     reserved = reserved_for_timing(cpus, gpus)
-    try:
-        os.sched_setaffinity(0, set(cpus) - reserved)
-    except OSError:
-        reserved = set()
     if reserved:
-        os.environ[CPUS_ENV] = ",".join(map(str, cpus))
+        try:
+            os.sched_setaffinity(0, set(cpus) - reserved)
+            os.environ[CPUS_ENV] = ",".join(map(str, cpus))
+        except OSError:
+            reserved = set()
     try:
         yield reserved
     finally:
         if reserved:
             os.sched_setaffinity(0, cpus)
-            os.environ.pop(CPUS_ENV) if before is None else os.environ.__setitem__(CPUS_ENV, before)
+            if before is None:
+                del os.environ[CPUS_ENV]
+            else:
+                os.environ[CPUS_ENV] = before
 
 
 def share_one_cpu(pids, cpu: int) -> bool:

@@ -73,6 +73,13 @@ def instrument_builds() -> None:
         setattr(ext, name, timed(getattr(ext, name)))
 
 
+def shares_an_input(out, inputs: list) -> bool:
+    """Is a tensor of this output (a tensor, or a tuple or list of them) an input's storage?"""
+    storages = {x.untyped_storage().data_ptr() for x in inputs if isinstance(x, torch.Tensor)}
+    items = out if type(out) in (tuple, list) else [out]
+    return any(type(x) is torch.Tensor and x.untyped_storage().data_ptr() in storages for x in items)
+
+
 def package(out, inputs: list, copies: bool = False) -> dict:
     """Outputs as plain tensors plus the names of anything that is not exactly a torch.Tensor.
 
@@ -291,9 +298,11 @@ class Worker:
         # an input's storage is read on the output itself, before any copy (copied first, a timed call that wrote
         # its result over its input was never seen to).
         copies = self.timer.method == "cuda_graph" or self.device.type != "cuda"
-        reply = package(self.timer.last_output, self.timing_inputs, copies)
-        if self.timer.method == "cuda_graph" and self.timer.snapshots:
-            reply["items"] = package(self.timer.snapshots[window % len(self.timer.snapshots)], [], copies=True)["items"]
+        snapshots = self.timer.snapshots if self.timer.method == "cuda_graph" else []
+        if not snapshots:
+            return channel.ok(package(self.timer.last_output, self.timing_inputs, copies))
+        reply = package(snapshots[window % len(snapshots)], [], copies=True)
+        reply["aliases_input"] = shares_an_input(self.timer.last_output, self.timing_inputs)
         return channel.ok(reply)
 
     def op_trace(self):
