@@ -18,7 +18,6 @@ candidate the second), from the median of paired rounds' log ratios; each layout
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import math
 import statistics
@@ -26,19 +25,14 @@ import subprocess
 import sys
 import time
 
+from process_offset_probe import load, timed  # as that probe times one call: cold L2, a spin, CUDA events
+
 LAYOUTS = {  # (the first-started process's history, the second's)
     "both fresh": ("fresh", "fresh"),
     "first ran trials": ("trials", "fresh"),
     "second ran trials": ("fresh", "trials"),
     "both ran trials": ("trials", "trials"),
 }
-
-
-def load(path: str):
-    spec = importlib.util.spec_from_file_location("problem", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def worker(path: str, history: str, trials: int, windows: int, device: str) -> None:
@@ -69,23 +63,16 @@ def worker(path: str, history: str, trials: int, windows: int, device: str) -> N
         for line in sys.stdin:
             if line.strip() != "time":
                 break
-            times = []
-            for _ in range(windows):
-                flush.add_(1)
-                if cuda:
-                    torch.cuda.synchronize()
-                    torch.cuda._sleep(200_000)
-                    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                    start.record()
-                    model(*timing_inputs)
-                    end.record()
-                    end.synchronize()
-                    times.append(start.elapsed_time(end))
-                else:
+            if cuda:
+                ms = timed(torch, model, timing_inputs, windows, flush)
+            else:
+                times = []
+                for _ in range(windows):
                     began = time.perf_counter()
                     model(*timing_inputs)
                     times.append((time.perf_counter() - began) * 1e3)
-            print(json.dumps({"ms": statistics.median(times)}), flush=True)
+                ms = statistics.median(times)
+            print(json.dumps({"ms": ms}), flush=True)
 
 
 def start(path: str, history: str, args) -> subprocess.Popen:
