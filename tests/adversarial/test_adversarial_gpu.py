@@ -19,7 +19,7 @@ def judge(problem: str, solutions: list, out: Path, *extra: str) -> tuple:
     """The adversarial config's run.py over these solutions (support.judge_run)."""
     return judge_run(problem, solutions, out, HERE / "adversarial.yaml", TIMEOUT_S, *extra)
 # judged on problems of their own sizes (the GPU hogs in test_isolation_gpu.py)
-ALONE = ("bfloat16_matmul", "keeps_every_output", "hogs_the_gpu_while_idle", "hog_child_on_the_gpu")
+ALONE = ("bfloat16_matmul", "keeps_every_output", "hogs_the_gpu_while_idle", "hog_child_on_the_gpu", "caches_by_version")
 
 
 @pytest.fixture(scope="module")
@@ -77,6 +77,23 @@ def test_memory_the_candidate_took_is_never_blamed_on_the_reference(gpu_run, tmp
         assert result["status"] in ("correct", "runtime_error"), result
         reason = result["error"] or ""
         assert "reference's timing worker failed" not in reason or "candidate's worker held" in reason, reason
+
+
+@pytest.mark.xfail(strict=True, reason="suspected hole (session 55, unverified on a GPU): every call captured into a "
+                                       "graph reads the same inputs, so a forward may capture its work on few of them")
+def test_a_forward_that_skips_work_while_captured_is_not_timed_faster(gpu_run):
+    result = gpu_run[0]["captures_one_call_in_four"]
+    assert result["new_timer"] == "cuda_graph" and not (result["status"] == "correct" and result["speedup"] > 1.5), result
+
+
+@pytest.mark.xfail(strict=True, reason="suspected hole (session 55, unverified on a GPU): the single windows of a sample "
+                                       "read the same inputs, so a cache keyed on their pointer and version serves all "
+                                       "but the first")
+def test_a_cache_by_pointer_and_version_is_not_timed_faster(tmp_path):
+    results, _ = judge("tests/fixtures/problems/fx_relu.py", [HERE / "cuda" / "caches_by_version.py"], tmp_path,
+                       "--set", "batch_size=4096", "--set", "dim=32768")  # 512 MiB: a call timed in single windows
+    result = results["caches_by_version"]
+    assert result["new_timer"] == "cuda_event" and not (result["status"] == "correct" and result["speedup"] > 1.5), result
 
 
 def test_honest_kernel_is_not_flagged(gpu_run):
