@@ -13,6 +13,7 @@ import numpy as np
 from harness.config import Config
 
 TIE_BAND = (0.98, 1.02)
+MIN_PAIRS = 5  # the fewest pairs of rounds whose range holds their median (1 - 2 / 2^5 = 94% of the time): min_rounds' 10
 
 
 def speedup_with_ci(ref_ms: list, new_ms: list) -> dict:
@@ -28,18 +29,15 @@ def speedup_with_ci(ref_ms: list, new_ms: list) -> dict:
     change over seconds, not per round): how many fall above the median varies more when one above tends to follow
     one above, by (1 + r) / (1 - r) for a lag-1 correlation r of those signs, and the ranks move out by its square
     root. (A bootstrap over single rounds, the earlier CI, held the true speedup of A/A pairs far less often:
-    tests/test_stats.py.) An odd last round, the pair's first half, is left out.
+    tests/test_stats.py.) An odd last round, the pair's first half, is left out of the speedup.
     """
     ref, new = np.asarray(ref_ms, dtype=float), np.asarray(new_ms, dtype=float)
-    ratios = paired_means(np.log(ref) - np.log(new))
-    middle = float(np.median(ratios))
-    n = len(ratios)
-    above = (ratios > middle).astype(float)
-    r = min(max(lag1_correlation(above), 0.0), 0.9)
-    half = 1.96 * math.sqrt(n * (1 + r) / (1 - r)) / 2
-    ordered = np.sort(ratios)
-    low = ordered[max(0, math.floor(n / 2 - half - 0.5))]
-    high = ordered[min(n - 1, math.ceil(n / 2 + half - 0.5))]
+    rounds = np.log(ref) - np.log(new)
+    pairs = paired_means(rounds)
+    middle = float(np.median(pairs))
+    # Over fewer pairs the sign test's widest interval, their range, holds the median too seldom (two pairs: half the
+    # time): the single rounds' range then, which both kinds of round widen (a pair cut short by max_timing_s).
+    low, high = sign_test_bounds(pairs, middle) if len(pairs) >= MIN_PAIRS else (rounds.min(), rounds.max())
     speedup = math.exp(middle)
     return {
         "ref_ms": float(np.median(ref)),
@@ -48,6 +46,17 @@ def speedup_with_ci(ref_ms: list, new_ms: list) -> dict:
         "speedup_ci_low": min(math.exp(low), speedup),
         "speedup_ci_high": max(math.exp(high), speedup),
     }
+
+
+def sign_test_bounds(values: np.ndarray, middle: float) -> tuple[float, float]:
+    """The 95% interval of the values' median, a pair of their order statistics (the sign test, widened for a lag-1
+    correlation of which side of the median consecutive values fall)."""
+    n = len(values)
+    above = (values > middle).astype(float)
+    r = min(max(lag1_correlation(above), 0.0), 0.9)
+    half = 1.96 * math.sqrt(n * (1 + r) / (1 - r)) / 2
+    ordered = np.sort(values)
+    return ordered[max(0, math.floor(n / 2 - half - 0.5))], ordered[min(n - 1, math.ceil(n / 2 + half - 0.5))]
 
 
 def paired_means(ratios: np.ndarray) -> np.ndarray:

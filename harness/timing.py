@@ -341,11 +341,12 @@ def blocking_stream(device: torch.device) -> torch.cuda.Stream:
 
 
 def cloned(out):
-    """A copy of a call's output: its tensors cloned, a tuple or list of them as such; anything else as it is."""
-    if isinstance(out, torch.Tensor):
+    """A copy of a call's output: its plain tensors cloned, a tuple or list of them as such; anything else (a tensor
+    subclass too, whose clone would run the candidate's code behind the window) as it is, for the checks to name."""
+    if type(out) is torch.Tensor:
         return out.clone()
     if type(out) in (tuple, list):
-        return type(out)(x.clone() if isinstance(x, torch.Tensor) else x for x in out)
+        return type(out)(x.clone() if type(x) is torch.Tensor else x for x in out)
     return out
 
 

@@ -62,12 +62,27 @@ def test_a_a_samples_give_a_tie_whose_ci_contains_one():
 
 def test_the_speedup_and_ci_of_four_rounds_worked_by_hand():
     """Round ratios 2.0, 1.714, 2.25, 1.833: two pairs of rounds, whose ratios are the geometric means 1.852 and
-    2.031; the speedup is the middle of those two, and with two units the sign test's 95% interval is their range."""
+    2.031; the speedup is the middle of those two. Two pairs' range would hold their median half the time: under
+    MIN_PAIRS pairs the CI is the single rounds' range, 1.714 to 2.25."""
     result = stats.speedup_with_ci([1.0, 1.2, 0.9, 1.1], [0.5, 0.7, 0.4, 0.6])
     first, second = (2.0 * 1.2 / 0.7) ** 0.5, (2.25 * 1.1 / 0.6) ** 0.5
     assert result["speedup"] == pytest.approx((first * second) ** 0.5)
-    assert result["speedup_ci_low"] == pytest.approx(first) and result["speedup_ci_high"] == pytest.approx(second)
+    assert result["speedup_ci_low"] == pytest.approx(1.2 / 0.7) and result["speedup_ci_high"] == pytest.approx(2.25)
     assert (result["ref_ms"], result["new_ms"]) == (pytest.approx(1.05), pytest.approx(0.55))
+
+
+def test_a_ci_from_few_rounds_holds_the_truth_as_often_as_their_range_can():
+    """A/A pairs cut short (max_timing_s) at 2 to 12 rounds. Under MIN_PAIRS pairs the CI is the single rounds' range,
+    which holds the median 1 - 2 / 2^n of the time (two or three rounds made one pair, whose CI was a point); from
+    min_rounds' 10 rounds (5 pairs) on, at least ~93%."""
+    rng = np.random.default_rng(11)
+    for n in range(2, 13):
+        held = 0
+        for _ in range(400):
+            ref, new = np.exp(0.01 * rng.normal(size=n)), np.exp(0.01 * rng.normal(size=n))
+            ci = stats.speedup_with_ci(list(ref), list(new))
+            held += ci["speedup_ci_low"] <= 1.0 <= ci["speedup_ci_high"]
+        assert held >= 400 * (min(1 - 2 / 2**n, 0.93) - 0.05), (n, held)
 
 
 def test_a_side_slower_when_it_goes_second_cancels_within_each_pair_of_rounds():
