@@ -27,7 +27,7 @@ diag)
     sets=("level2/61_ level2/29_ level1/100_" "level1/19_ level1/20_ level1/24_ level1/26_ level1/28_ level1/30_ level1/32_ level1/41_")
     for run in 1 2; do  # side by side where the machine has two GPUs
         rm -rf ".diag-$run"
-        CUDA_VISIBLE_DEVICES=$(( (run - 1) % gpus )) timeout 240 python3 bench/kernelbench_aa.py "$v0" --out ".diag-$run" \
+        CUDA_VISIBLE_DEVICES=$(( (run - 1) % gpus )) timeout $(( gpus > 1 ? 240 : 170 )) python3 bench/kernelbench_aa.py "$v0" --out ".diag-$run" \
             --problems ${sets[run - 1]} > "$OUT/diag-$run.log" 2>&1 &
         [ "$gpus" -gt 1 ] || wait
     done
@@ -52,7 +52,9 @@ role)
               "$v0/level1/61_conv_transposed_3D__square_input__square_kernel.py" "$v0/level2/61_ConvTranspose3d_ReLU_GroupNorm.py")
     gpus=$(nvidia-smi -L | wc -l)
     for i in "${!problems[@]}"; do  # one problem a GPU, side by side
-        CUDA_VISIBLE_DEVICES=$(( i % gpus )) timeout "$seconds" python3 bench/role_probe.py "${problems[i]}" --repeats 3 \
+        # in ceil(problems / gpus) waves, each its share of SECONDS
+        CUDA_VISIBLE_DEVICES=$(( i % gpus )) timeout $(( seconds / ((${#problems[@]} + gpus - 1) / gpus) )) \
+            python3 bench/role_probe.py "${problems[i]}" --repeats 2 --rounds 20 \
             > "$OUT/role-$i.txt" 2>&1 &
         [ $(( (i + 1) % gpus )) -ne 0 ] || wait
     done

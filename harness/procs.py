@@ -299,35 +299,50 @@ def timing_cpu(cpus: list, physical_gpu: int) -> int:
     return cpus[(physical_gpu + 1) % len(cpus)]
 
 
-def reserved_for_timing(cpus: list, gpus: int) -> set:
-    """The timing CPUs of every GPU of the machine, where there are CPUs enough to keep them for timing alone (the
+def reserved_for_timing(cpus: list, gpus) -> set:
+    """The timing CPUs of these (NVML-numbered) GPUs, where there are CPUs enough to keep them for timing alone (the
     rest of the run keeps at least gpus + 2: a judge, its workers' correctness stage, builds); else none."""
-    if gpus < 1 or len(cpus) < 2 * gpus + 2:
+    gpus = set(gpus)
+    if not gpus or len(cpus) < 2 * len(gpus) + 2:
         return set()
-    return {timing_cpu(cpus, gpu) for gpu in range(gpus)}
+    return {timing_cpu(cpus, gpu) for gpu in gpus}
 
 
 @contextlib.contextmanager
-def timing_cpus_kept_free(gpus: int):
-    """A GPU run: this process, and every process it starts meanwhile, kept off the CPUs where pairs are timed, so that
-    only the two workers a judge pins there (share_one_cpu) run on one while a pair is timed. Yields the CPUs kept."""
-    cpus, before = run_cpus(), os.environ.get(CPUS_ENV)
+def timing_cpus_kept_free(gpus):
+    """A GPU run on these (NVML-numbered) GPUs: this process, its threads and every process it starts meanwhile, kept
+    off the CPUs where pairs are timed, so that only the two workers a judge pins there (share_one_cpu) run on one
+    while a pair is timed. Yields the CPUs kept."""
+    cpus, before, entry = run_cpus(), os.environ.get(CPUS_ENV), os.sched_getaffinity(0)
     reserved = reserved_for_timing(cpus, gpus)
+    if reserved and not set_every_thread(entry - reserved):
+        reserved = set()
     if reserved:
-        try:
-            os.sched_setaffinity(0, set(cpus) - reserved)
-            os.environ[CPUS_ENV] = ",".join(map(str, cpus))
-        except OSError:
-            reserved = set()
+        os.environ[CPUS_ENV] = ",".join(map(str, cpus))
     try:
         yield reserved
     finally:
         if reserved:
-            os.sched_setaffinity(0, cpus)
             if before is None:
                 del os.environ[CPUS_ENV]
             else:
                 os.environ[CPUS_ENV] = before
+            set_every_thread(entry)
+
+
+def set_every_thread(cpus: set) -> bool:
+    """The CPU affinity of each of this process's threads (sched_setaffinity sets one thread's); False where the calling
+    thread's was refused."""
+    try:
+        os.sched_setaffinity(0, cpus)
+    except OSError:
+        return False
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(tid), cpus)
+        except OSError:  # a thread that ended meanwhile
+            pass
+    return True
 
 
 def share_one_cpu(pids, cpu: int) -> bool:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from harness import builds, clocks, discover, judge_processes, procs, stopping
-from harness.devices import is_gpu
+from harness.devices import gpu_index, is_gpu
 from harness.environment import ROOT, UsageError
 from harness.records import Result, failure
 from harness.verdict import Status
@@ -51,7 +51,7 @@ class LocalScheduler:
         devices = ctx.devices or (ctx.device,)
         # On a GPU the timing CPUs are kept for the pairs being timed, from before the first judge or build starts
         # (they inherit it) to the end.
-        with procs.timing_cpus_kept_free(clocks.machine_gpus(len(devices)) if is_gpu(ctx.device) else 0):
+        with procs.timing_cpus_kept_free(physical_gpus(devices) if is_gpu(ctx.device) else ()):
             self.run_pairs(plans, devices, ctx, emit, on_stage)
 
     def run_pairs(self, plans: list, devices: tuple, ctx, emit: Emit, on_stage: OnStage) -> None:
@@ -99,6 +99,11 @@ class LocalScheduler:
             starter.close()
             if build_pool:
                 build_pool.shutdown(cancel_futures=True)
+
+
+def physical_gpus(devices: tuple) -> set:
+    """The NVML numbers of this run's GPUs and of every other GPU NVML sees (other runs' pairs time there too)."""
+    return {clocks.physical_index(gpu_index(d)) for d in devices} | set(range(clocks.machine_gpus(0)))
 
 
 class RayScheduler:

@@ -84,25 +84,27 @@ def test_runs_given_different_gpus_by_cuda_visible_devices_time_on_different_cpu
 
 def test_the_timing_cpus_are_kept_free_where_there_are_enough():
     """Four GPUs, 64 CPUs: CPUs 1-4 kept for timing; two CPUs, one GPU: nothing kept (the CI runner)."""
-    assert procs.reserved_for_timing(list(range(64)), 4) == {1, 2, 3, 4}
-    assert procs.reserved_for_timing(list(range(16)), 1) == {1}
-    assert procs.reserved_for_timing([0, 1], 1) == set() and procs.reserved_for_timing(list(range(16)), 0) == set()
+    assert procs.reserved_for_timing(list(range(64)), range(4)) == {1, 2, 3, 4}
+    assert procs.reserved_for_timing(list(range(16)), {3}) == {4}  # CUDA_VISIBLE_DEVICES=3, no NVML: its own CPU
+    assert procs.reserved_for_timing([0, 1], {0}) == set() and procs.reserved_for_timing(list(range(16)), ()) == set()
 
 
 def test_a_gpu_run_keeps_its_processes_off_the_timing_cpus_and_still_times_on_them(monkeypatch):
-    """Inside, this process (and what it starts) runs off the timing CPUs, and a judge started meanwhile still finds
-    its GPU's timing CPU (from the run's CPUs, not its own narrowed ones); after, all as before."""
-    affinity = [set(range(16))]
-    monkeypatch.setattr(procs.os, "sched_getaffinity", lambda pid: set(affinity[0]))
-    monkeypatch.setattr(procs.os, "sched_setaffinity", lambda pid, cpus: affinity.__setitem__(0, set(cpus)))
+    """Inside, this process's threads (and what they start) run off the timing CPUs, and a judge started meanwhile
+    still finds its GPU's timing CPU (from the run's CPUs, not its own narrowed ones); after, all as before."""
+    affinity = {}
+    monkeypatch.setattr(procs.os, "sched_getaffinity", lambda pid: set(affinity.get(pid, range(16))))
+    monkeypatch.setattr(procs.os, "sched_setaffinity", lambda pid, cpus: affinity.__setitem__(pid, set(cpus)))
+    monkeypatch.setattr(procs.os, "listdir", lambda path: ["101", "102"])  # two threads besides the caller
     monkeypatch.setattr(procs.clocks, "physical_index", lambda index: index)
     monkeypatch.delenv(procs.CPUS_ENV, raising=False)
-    with procs.timing_cpus_kept_free(2) as kept:
-        assert kept == {1, 2} and affinity[0] == set(range(16)) - {1, 2}
+    with procs.timing_cpus_kept_free({0, 1}) as kept:
+        assert kept == {1, 2} and affinity[0] == affinity[101] == affinity[102] == set(range(16)) - {1, 2}
         assert (procs.cpu_for_gpu(0), procs.cpu_for_gpu(1)) == (1, 2)
-    assert affinity[0] == set(range(16)) and procs.CPUS_ENV not in os.environ
-    with procs.timing_cpus_kept_free(0) as kept:  # a CPU run
-        assert kept == set() and affinity[0] == set(range(16))
+    assert affinity[0] == affinity[101] == set(range(16)) and procs.CPUS_ENV not in os.environ
+    affinity.clear()
+    with procs.timing_cpus_kept_free(()) as kept:  # a CPU run
+        assert kept == set() and affinity == {}
 
 
 def test_share_one_cpu_pins_processes_to_one_cpu():

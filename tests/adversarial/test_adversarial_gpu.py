@@ -79,21 +79,25 @@ def test_memory_the_candidate_took_is_never_blamed_on_the_reference(gpu_run, tmp
         assert "reference's timing worker failed" not in reason or "candidate's worker held" in reason, reason
 
 
-@pytest.mark.xfail(strict=True, reason="suspected hole (session 55, unverified on a GPU): every call captured into a "
-                                       "graph reads the same inputs, so a forward may capture its work on few of them")
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="suspected hole (session 55, unverified on a GPU): every call captured into a graph reads "
+                          "the same inputs, so a forward may capture its work on few of them")
 def test_a_forward_that_skips_work_while_captured_is_not_timed_faster(gpu_run):
     result = gpu_run[0]["captures_one_call_in_four"]
-    assert result["new_timer"] == "cuda_graph" and not (result["status"] == "correct" and result["speedup"] > 1.5), result
+    if result["new_timer"] != "cuda_graph":  # then the candidate does not test the hole: a failure, not an xfail
+        pytest.fail(f"timed by {result['new_timer']}, not a graph: {result}")
+    assert not (result["status"] == "correct" and result["speedup"] > 1.5), result
 
 
-@pytest.mark.xfail(strict=True, reason="suspected hole (session 55, unverified on a GPU): the single windows of a sample "
-                                       "read the same inputs, so a cache keyed on their pointer and version serves all "
-                                       "but the first")
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="suspected hole (session 55, unverified on a GPU): the calls of one sample read the same "
+                          "inputs, so a cache keyed on their pointer and version serves all but the first (and the "
+                          "untimed call before a batch's windows may be that first)")
 def test_a_cache_by_pointer_and_version_is_not_timed_faster(tmp_path):
     results, _ = judge("tests/fixtures/problems/fx_relu.py", [HERE / "cuda" / "caches_by_version.py"], tmp_path,
-                       "--set", "batch_size=4096", "--set", "dim=32768")  # 512 MiB: a call timed in single windows
+                       "--set", "batch_size=4096", "--set", "dim=32768")  # 512 MiB: a 0.2+ ms call, honestly
     result = results["caches_by_version"]
-    assert result["new_timer"] == "cuda_event" and not (result["status"] == "correct" and result["speedup"] > 1.5), result
+    assert not (result["status"] == "correct" and result["speedup"] > 1.5), result
 
 
 def test_honest_kernel_is_not_flagged(gpu_run):
