@@ -73,11 +73,15 @@ def instrument_builds() -> None:
         setattr(ext, name, timed(getattr(ext, name)))
 
 
+def storages_of(tensors: list) -> set:
+    """Where the storages of these tensors (others ignored) begin."""
+    return {x.untyped_storage().data_ptr() for x in tensors if isinstance(x, torch.Tensor)}
+
+
 def shares_an_input(out, inputs: list) -> bool:
     """Is a tensor of this output (a tensor, or a tuple or list of them) an input's storage?"""
-    storages = {x.untyped_storage().data_ptr() for x in inputs if isinstance(x, torch.Tensor)}
     items = out if type(out) in (tuple, list) else [out]
-    return any(type(x) is torch.Tensor and x.untyped_storage().data_ptr() in storages for x in items)
+    return bool(storages_of([x for x in items if type(x) is torch.Tensor]) & storages_of(inputs))
 
 
 def package(out, inputs: list, copies: bool = False) -> dict:
@@ -86,7 +90,7 @@ def package(out, inputs: list, copies: bool = False) -> dict:
     An output that shares storage with an input is sent as a copy (CUDA IPC cannot re-send memory it
     received) and reported, so the judge can flag it; `copies`: every tensor sent as a copy.
     """
-    input_storages = {x.untyped_storage().data_ptr() for x in inputs if isinstance(x, torch.Tensor)}
+    input_storages = storages_of(inputs)
     aliased = []
 
     def item(x):
