@@ -1,7 +1,7 @@
 #!/bin/bash
 # Issue 60's GPU checks, one PART per call of a lent machine (each fits its 10 minutes; carry .corpus, and for `ab`
 # the older tree too):
-#   bash bench/issue60_on_device.sh COMMIT diag|role|head|v0|convt|ab [SECONDS]
+#   bash bench/issue60_on_device.sh COMMIT diag|role|noisy|head|v0|convt|ab [SECONDS]
 #   diag   KernelBench v0's level2 61_, 29_ and level1 100_ against themselves, and eight of its microsecond level1
 #          problems (on a second GPU where there is one): each pair's
 #          ratios split by the side that opened the round (round_order): do they lean by the order? Then
@@ -11,6 +11,8 @@
 #   head   today's KernelBench levels 1-3 A/A on every GPU of the machine, resumed from bench/results/
 #          kernelbench-aa-h200-levels123-COMMIT-results.jsonl (copy each call's records there before the next)
 #   v0     the same for KernelBench v0 (6500bbc): kernelbench-v0-aa-h200-levels123-COMMIT
+#   noisy  19 of the 20 v0 pairs that were no ties at 083eb4a (all but 41_GRUBirectional, 150 ms a call), on every GPU at once as in
+#          the sweep: does keeping the timing CPUs free bring their spread down under a loaded host?
 #   convt  bench/convt3d_on_device.sh: the eight ConvTranspose3d problems, 5 runs each, fresh workers every run
 #   ab     sweep wall time against 25bfc02 on one GPU (bench/commit_ab.sh; made here first by
 #          `mkdir -p .ab-25bfc02 && git archive 25bfc02 harness configs run.py bench/kernelbench_aa.py
@@ -62,11 +64,18 @@ role)
     cat "$OUT"/role-*.txt ;;
 head) KB=$head bash bench/resume_on_device.sh "kernelbench-aa-h200-levels123-$commit" "$seconds" --levels 1,2,3 -- --devices all ;;
 v0) KB=$v0 bash bench/resume_on_device.sh "kernelbench-v0-aa-h200-levels123-$commit" "$seconds" --levels 1,2,3 -- --devices all ;;
+noisy)
+    rm -rf .noisy
+    timeout "$seconds" python3 bench/kernelbench_aa.py "$v0" --out .noisy --problems level1/19_ level1/21_ level1/22_ \
+        level1/23_ level1/25_ level1/26_ level1/27_ level1/29_ level1/30_ level1/61_ level1/67_ level1/74_ \
+        level1/100_ level2/14_ level2/28_ level2/37_ level2/55_ level2/62_ level3/9_ -- --devices all \
+        > "$OUT/noisy.log" 2>&1
+    cp .noisy/run/results.jsonl "$OUT/noisy-v0-$commit-results.jsonl" ;;
 convt) KB=$head timeout "$seconds" bash bench/convt3d_on_device.sh "convt3d-aa-h200-$commit" 5 ;;
 ab)
     sample=$(cd "$head" && ls level1/*.py level2/*.py level3/*.py | sort -t/ -k2 -n | awk 'NR % 25 == 1' \
              | sed 's/\.py$//' | sed 's/\([0-9]*_\).*/\1/')
     CUDA_VISIBLE_DEVICES=0 KB=$head timeout "$seconds" bash bench/commit_ab.sh .ab-25bfc02,. $sample \
         level1/58_ level1/68_ level1/70_ level2/61_ ;;
-*) echo "PART is diag, role, head, v0, convt or ab"; exit 2 ;;
+*) echo "PART is diag, role, noisy, head, v0, convt or ab"; exit 2 ;;
 esac
