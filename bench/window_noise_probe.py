@@ -105,7 +105,7 @@ def main() -> None:
         hogs += [context.Process(target=hog_gpu, args=(i,), daemon=True) for i in range(1, torch.cuda.device_count())]
     for hog in hogs:
         hog.start()
-    time.sleep(5 if hogs else 0)
+    time.sleep(15 if hogs else 0)  # the hogs import torch first
     device = torch.device("cuda:0")
     x = torch.randn(16, 16384, device=device)
     timer = RecordingTimer(device, cold_cache=True, lead_us=100.0)
