@@ -6,7 +6,7 @@ window ~2 ms, so 10 us of noise in a window is 0.5 us (20%) a call. Two suspects
           and the GPU's idle wait is counted;
   device: the flushes' own time moves (HBM, clocks) from window to window.
 One process times a ReLU of KernelBench v0's size (16 x 16384) as the harness does, recording each window's GPU time
-and the host's time to launch its body; per lead spin (100 us, the harness's, and 2000 us), under a load chosen by
+and the host's time to launch its body; per lead spin (100 us, the harness's, to 2000 us) and late-launch retries (timing.LATE_LAUNCH_RETRIES), under a load chosen by
 --load: none, cpu (a busy loop on every CPU but this one) or gpus (a flush loop on every other GPU), or both.
 Per variant: the sample's spread, each kind of window's spread (us), the launch time's median and 99th percentile,
 and the share of windows whose launch outlasted the spin.
@@ -16,9 +16,9 @@ and the share of windows whose launch outlasted the spin.
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -55,22 +55,18 @@ class RecordingTimer(timing.Timer):
         return ms, wall
 
 
-def hog_cpu(cpu: int) -> None:
-    os.sched_setaffinity(0, {cpu})
-    while True:
-        pass
+GPU_HOG = """import torch, sys
+buffer = torch.empty(1 << 30, dtype=torch.uint8, device=f"cuda:{sys.argv[1]}")
+while True:
+    for _ in range(50):
+        buffer.add_(1)
+    torch.cuda.synchronize()
+"""
 
 
-def hog_gpu(index: int) -> None:
-    buffer = torch.empty(1 << 30, dtype=torch.uint8, device=f"cuda:{index}")
-    while True:
-        for _ in range(50):
-            buffer.add_(1)
-        torch.cuda.synchronize(index)
-
-
-def variant(timer: RecordingTimer, lead_us: float, samples: int, gap_s: float) -> None:
+def variant(timer: RecordingTimer, lead_us: float, retries: int, samples: int, gap_s: float) -> None:
     timer.lead_us, timer.log = lead_us, []
+    timing.LATE_LAUNCH_RETRIES = retries
     per_call = []
     for _ in range(samples):
         time.sleep(gap_s)
@@ -81,7 +77,7 @@ def variant(timer: RecordingTimer, lead_us: float, samples: int, gap_s: float) -
     launches = sorted(us for _, _, us in timer.log)
     over = sum(us > lead_us for us in launches) / len(launches)
     middle = statistics.median(per_call)
-    print(f"lead {lead_us:6.0f} us: per call {middle:6.3f} us, spread {spread(per_call):6.3f} us "
+    print(f"lead {lead_us:6.0f} us, {retries} retries: per call {middle:6.3f} us, spread {spread(per_call):6.3f} us "
           f"({100 * spread(per_call) / middle:5.1f}%); calls windows {spread([m for m, _ in calls]) * 1000:6.2f} us, "
           f"flushes windows {spread([m for m, _ in flushes]) * 1000:6.2f} us; launch median "
           f"{statistics.median(launches):6.1f} us, p99 {launches[int(0.99 * len(launches))]:7.1f} us, "
@@ -96,24 +92,23 @@ def main() -> None:
     args = parser.parse_args()
     own = min(os.sched_getaffinity(0))
     os.sched_setaffinity(0, {own})
-    context = multiprocessing.get_context("spawn")
     hogs = []
-    if args.load in ("cpu", "both"):
-        hogs += [context.Process(target=hog_cpu, args=(cpu,), daemon=True)
+    if args.load in ("cpu", "both"):  # a busy loop on each other CPU
+        hogs += [subprocess.Popen(["taskset", "-c", str(cpu), sys.executable, "-c", "while True: pass"])
                  for cpu in range(os.cpu_count()) if cpu != own]
-    if args.load in ("gpus", "both"):
-        hogs += [context.Process(target=hog_gpu, args=(i,), daemon=True) for i in range(1, torch.cuda.device_count())]
-    for hog in hogs:
-        hog.start()
-    time.sleep(15 if hogs else 0)  # the hogs import torch first
+    if args.load in ("gpus", "both"):  # each on a CPU of its own, not ours
+        hogs += [subprocess.Popen(["taskset", "-c", str((own + i) % os.cpu_count()), sys.executable, "-c", GPU_HOG,
+                                   str(i)]) for i in range(1, torch.cuda.device_count())]
+    time.sleep(15 if hogs else 0)  # the GPU hogs import torch first
     device = torch.device("cuda:0")
     x = torch.randn(16, 16384, device=device)
     timer = RecordingTimer(device, cold_cache=True, lead_us=100.0)
     timer.prepare(lambda: torch.relu(x), 3, inputs=[x])
     print(torch.cuda.get_device_name(device), "load", args.load, f"({len(hogs)} hogs)", "method", timer.method,
           "batch", timer.batch, flush=True)
-    for lead in (100.0, 2000.0, 100.0, 2000.0):
-        variant(timer, lead, args.samples, args.gap_ms / 1000)
+    for _ in range(2):
+        for lead, retries in ((100.0, 0), (100.0, 3), (300.0, 3), (1000.0, 3), (2000.0, 3)):
+            variant(timer, lead, retries, args.samples, args.gap_ms / 1000)
     for hog in hogs:
         hog.kill()
 
