@@ -42,9 +42,11 @@ FLOOR_MS = 1e-6  # a batched difference is clamped here: a sample is never zero 
 # halved the rounds of 1-10 ms pairs and took 4_LeNet5's round-to-round spread from 22% to 0.6%; launch-bound networks
 # stayed as noisy (their host's speed changes from request to request, not from window to window).
 SAMPLE_TARGET_MS = 10.0
-# A graph's window whose launch the host took longer than the lead spin to make is timed again, at most this many
-# times: the GPU waited on the host inside it. In a 4-GPU sweep such waits spread a 2 us call's samples by ~20%
-# (docs/decisions/process-offset.md, session 56).
+# A graph's window is led by a spin of at least GRAPH_LEAD_US, which its launch must fit behind: in the harness's workers
+# on the H200 a replay's launch took 120 us (median; p99 270 us), and with the 100 us lead 65% of windows then
+# counted the GPU waiting on the host, which spread a 2 us call's samples by ~20%. A window whose launch outlasted its
+# lead anyway is timed again, at most LATE_LAUNCH_RETRIES times (docs/decisions/process-offset.md, session 56).
+GRAPH_LEAD_US = 1000.0
 LATE_LAUNCH_RETRIES = 3
 MAX_SINGLE_WINDOWS = 16
 METHODS = ("perf_counter", "cuda_event", "cuda_graph", "batched_events")
@@ -255,14 +257,15 @@ class Timer:
             wall = (_perf_counter_ns() - start) / 1e6
             return wall, wall
         start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+        lead_us = window_lead_us(self.method, self.lead_us)
         queued = _perf_counter_ns()
-        if self.lead_us:
-            _sleep(int(self.lead_us * SPIN_CYCLES_PER_US))
+        if lead_us:
+            _sleep(int(lead_us * SPIN_CYCLES_PER_US))
         wall_start = _perf_counter_ns()
         start.record()
         body()
         end.record()
-        self.launch_late = bool(self.lead_us) and (_perf_counter_ns() - queued) / 1e3 > self.lead_us
+        self.launch_late = bool(lead_us) and (_perf_counter_ns() - queued) / 1e3 > lead_us
         if then is not None:
             then()
         end.synchronize()
@@ -399,6 +402,21 @@ def work_per_sample(method: str, batch: int, cold_cache: bool) -> tuple[int, int
     if method in SINGLE_METHODS:
         return batch, batch * int(cold_cache)
     return (2 * batch, 5 * batch) if cold_cache else (3 * batch, 0)
+
+
+def window_lead_us(method: str, lead_us: float) -> float:
+    """The GPU spin before each window of this method: lead_us (the config's launch_lead_us), and at least GRAPH_LEAD_US
+    before a graph's windows; none on the CPU or when lead_us is 0."""
+    if method == "perf_counter" or not lead_us:
+        return 0.0
+    return max(lead_us, GRAPH_LEAD_US) if method == "cuda_graph" else lead_us
+
+
+def spin_ms_per_sample(method: str, batch: int, cold_cache: bool, lead_us: float) -> float:
+    """The lead spins' GPU time in one `Timer.sample` (one a window), which the judge's wall clock sees as well: one
+    window a call for single windows; calls, flushes, flushes, calls for batched methods (calls alone on a hot cache)."""
+    windows = batch if method in SINGLE_METHODS else 4 if cold_cache else 2
+    return windows * window_lead_us(method, lead_us) / 1e3
 
 
 def peak_memory_mb(device: torch.device) -> float:

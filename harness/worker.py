@@ -255,7 +255,8 @@ class Worker:
         """A confirmation block's round (harness.blocks): this process's cached blocks handed back and a pad of the
         judge's (secret) size held, then one untimed call, so that the call's output, workspace and temporaries land
         elsewhere than last round (a cuDNN kernel ran 6% slower in some places than in others on the H200:
-        docs/decisions/process-offset.md). A captured graph, whose pool holds its call's memory, is captured again."""
+        docs/decisions/process-offset.md). A captured graph, whose pool holds its call's memory, is captured again, its
+        inputs moved first (other calls' inputs move every round: op_refresh_timing_inputs)."""
         if self.device.type != "cuda":
             return channel.ok({})
         graphed = self.timer.method == "cuda_graph"
@@ -263,6 +264,7 @@ class Worker:
         self.timer.let_go_of_output()
         if graphed:
             self.timer.graphs = self.timer.last_output = None
+            self.move_graph_inputs()
         self.timer.sync()
         torch.cuda.ipc_collect()
         torch.cuda.empty_cache()
@@ -276,6 +278,15 @@ class Worker:
         except BaseException as exc:
             return channel.failed("runtime_error", "forward raised " + describe(exc))
         return channel.ok({})
+
+    def move_graph_inputs(self) -> None:
+        """The timing inputs, contents kept, at new offsets of their buffers (through copies: a move within a buffer
+        may overlap), or where they are if the copies do not fit."""
+        try:
+            current = [x.clone() if isinstance(x, torch.Tensor) else x for x in self.timing_inputs]
+        except torch.cuda.OutOfMemoryError:
+            return
+        self.timing_inputs = self.moving_inputs.refill(current, move=True)
 
     def placed_call(self, graphed: bool) -> None:
         """op_replace's untimed call (a graph's capture), whose allocations land beside the pad; an out-of-memory with

@@ -144,6 +144,54 @@ def test_a_graphs_output_is_copied_behind_each_calls_window_and_no_tail_is_count
     assert len(timer.snapshots) == 2 and torch.equal(timer.snapshots[0], torch.sigmoid(x))
 
 
+def test_a_graphs_launch_fits_behind_its_lead_and_a_late_one_is_retimed():
+    """A graph's window is led by GRAPH_LEAD_US of spin however short the config's lead: a launch the host makes in
+    0.3 ms is not counted. One that takes 3 ms is late, and graph_window times it again (LATE_LAUNCH_RETRIES)."""
+    import time
+
+    from harness import timing
+
+    x = torch.rand(4096, device="cuda")
+    timer = timing.Timer(torch.device("cuda"), cold_cache=False, lead_us=100.0)
+    assert timer.prepare(lambda: torch.sigmoid(x), warmup=3, inputs=[x]) == "cuda_graph"
+    replay = timer.graphs[0].replay
+    windows = []
+
+    def launched_in(seconds):
+        def body():
+            windows.append(None)
+            time.sleep(seconds)
+            replay()
+        return body
+
+    ms, _ = timer.graph_window(launched_in(0.0003), None)
+    assert ms < 0.2 and not timer.launch_late and len(windows) == 1
+    windows.clear()
+    ms, _ = timer.graph_window(launched_in(0.003), None)
+    assert timer.launch_late and len(windows) == timing.LATE_LAUNCH_RETRIES + 1
+
+
+def test_a_confirmation_blocks_replace_moves_a_graphs_inputs_and_its_replays_follow():
+    """Worker.op_replace captures a graph again with its inputs at new offsets; the next round's contents, filled in
+    place, are what the replays read."""
+    from harness import worker
+
+    w = worker.Worker("cuda", cold_cache=True)
+    w.model = torch.nn.ReLU()
+    x = torch.randn(16, 4096, device="cuda")
+    assert w.op_set_timing_inputs([x])[0] == "ok"
+    assert w.op_prepare_timing(warmup=3, lead_us=100.0) == ("ok", {"method": "cuda_graph", "batch": w.timer.batch})
+    places = set()
+    for round_ in range(6):
+        assert w.op_replace(pad_bytes=(round_ + 1) << 20)[0] == "ok"
+        fresh = torch.randn(16, 4096, device="cuda")
+        assert w.op_refresh_timing_inputs([fresh])[0] == "ok"
+        w.timer.sample()
+        places.add(w.timing_inputs[0].data_ptr())
+        assert all(torch.equal(s, torch.relu(fresh)) for s in w.timer.snapshots)
+    assert len(places) > 1
+
+
 def test_uncapturable_short_calls_fall_back_to_batched_events():
     from harness import timing
 

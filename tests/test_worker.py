@@ -287,3 +287,19 @@ def test_poisoning_covers_each_output_where_the_outputs_differ_in_size():
     worker.poison_free_memory(device, [64 * MIB, 96 * MIB])
     large, small = torch.empty(96 * MIB // 4, device=device), torch.empty(64 * MIB // 4, device=device)
     assert large.isnan().all() and small.isnan().all()
+
+
+def test_a_graphs_inputs_move_with_their_contents_for_a_confirmation_blocks_capture():
+    """Worker.move_graph_inputs (op_replace, before a graph is captured again): new offsets, the same contents."""
+    from harness.inputs import MovingCopies
+
+    x, y = torch.arange(4096, dtype=torch.float32).reshape(64, 64), torch.arange(10)
+    fake = SimpleNamespace(moving_inputs=MovingCopies([x, y, 3]))
+    fake.timing_inputs = fake.moving_inputs.tensors
+    places = set()
+    for _ in range(20):
+        worker.Worker.move_graph_inputs(fake)
+        assert torch.equal(fake.timing_inputs[0], x) and torch.equal(fake.timing_inputs[1], y)
+        assert fake.timing_inputs[2] == 3 and fake.timing_inputs is fake.moving_inputs.tensors
+        places.add(fake.timing_inputs[0].data_ptr())
+    assert len(places) > 1
