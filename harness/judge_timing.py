@@ -43,12 +43,12 @@ class Requests:
     batch: int
 
 
-def timer_disagrees(ref: Requests, new: Requests, cold_cache: bool, flush_ms: float, lead_us: float = 0.0) -> bool:
+def timer_disagrees(ref: Requests, new: Requests, cold_cache: bool, flush_ms: float) -> bool:
     """Does the candidate's reported time disagree with the judge's own clock around its requests?
 
     Each request's wall time should be the work it claims (calls x reported time, flushes x the judge's own
-    flush time, the windows' lead spins of `lead_us`) plus an overhead (IPC, synchronizes) that the reference's worker, running the same code,
-    shows. A worker that claims more time than passed, or whose unexplained time exceeds the reference's in
+    flush time) plus an overhead (IPC, synchronizes, the windows' lead spins) that the reference's worker, running
+    the same code with the same method and batch (judge_timing_setup), shows. A worker that claims more time than passed, or whose unexplained time exceeds the reference's in
     the same rounds by over 10% of the request plus 0.2 ms (plus the jitter of those differences), has been
     tampered with.
     """
@@ -56,8 +56,7 @@ def timer_disagrees(ref: Requests, new: Requests, cold_cache: bool, flush_ms: fl
         if side.method not in timing.METHODS or not isinstance(side.batch, int) or not 0 < side.batch <= timing.MAX_BATCH:
             return None
         calls, flushes = timing.work_per_sample(side.method, side.batch, cold_cache)
-        spins = timing.spin_ms_per_sample(side.method, side.batch, cold_cache, lead_us)
-        return [wall - calls * ms - flushes * flush_ms - spins for ms, wall in zip(side.samples_ms, side.judged_ms)]
+        return [wall - calls * ms - flushes * flush_ms for ms, wall in zip(side.samples_ms, side.judged_ms)]
 
     new_left = unexplained(new)
     if new_left is None:
@@ -217,8 +216,7 @@ class PairTiming:
             flush_ms = statistics.median(judge_timer.window(judge_timer.flush)[0] for _ in range(5)) if cold else 0.0
         r = self.result
         return timer_disagrees(Requests(ref_ms, ref_judged, r.ref_timer, r.ref_batch or 1),
-                               Requests(new_ms, new_judged, r.new_timer, r.new_batch or 1), cold, flush_ms,
-                               self.cfg.launch_lead_us)
+                               Requests(new_ms, new_judged, r.new_timer, r.new_batch or 1), cold, flush_ms)
 
     def make_round_inputs(self, index: int) -> None:
         """Fresh secret-seeded input contents for round `index` (each side's sample copies them in first: refresh_side),

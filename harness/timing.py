@@ -75,7 +75,7 @@ class Timer:
 
     def __init__(self, device: torch.device, cold_cache: bool = True, lead_us: float = 0.0):
         self.device = device
-        self.lead_us = lead_us  # GPU spin queued before each window's start event (see window)
+        self.lead_us = lead_us  # GPU spin queued before each window's start event (window_lead_us, window)
         self.is_cuda = device.type == "cuda"
         self.cold_cache = cold_cache
         self.flush_buffer = torch.empty(self.flush_bytes(), dtype=torch.uint8, device=device) if cold_cache else None
@@ -246,9 +246,10 @@ class Timer:
         the host's wake-up latency. Work body left on other streams (or that its threads queued) is
         counted too: the host waits for the end event, then for the whole device, and whatever that
         second wait took beyond a synchronize of an idle device is added to the sample.
-        A spin of `lead_us` on the GPU goes first: the start event then waits for it while the host launches body,
-        so the host's latency in launching body's first work (a graph of many nodes, a Python forward) is not
-        counted (left out, it was, and it moves with the host's speed).
+        A spin on the GPU goes first (window_lead_us: `lead_us`, at least GRAPH_LEAD_US before a graph): the start event
+        then waits for it while the host launches body, so the host's latency in launching body's first work (a graph
+        of many nodes, a Python forward) is not counted (left out, it was, and it moves with the host's speed).
+        `launch_late` says whether the host took longer than the spin to launch body (graph_window times it again).
         """
         self.sync()
         if not self.is_cuda:
@@ -410,13 +411,6 @@ def window_lead_us(method: str, lead_us: float) -> float:
     if method == "perf_counter" or not lead_us:
         return 0.0
     return max(lead_us, GRAPH_LEAD_US) if method == "cuda_graph" else lead_us
-
-
-def spin_ms_per_sample(method: str, batch: int, cold_cache: bool, lead_us: float) -> float:
-    """The lead spins' GPU time in one `Timer.sample` (one a window), which the judge's wall clock sees as well: one
-    window a call for single windows; calls, flushes, flushes, calls for batched methods (calls alone on a hot cache)."""
-    windows = batch if method in SINGLE_METHODS else 4 if cold_cache else 2
-    return windows * window_lead_us(method, lead_us) / 1e3
 
 
 def peak_memory_mb(device: torch.device) -> float:

@@ -285,6 +285,7 @@ class Worker:
         try:
             current = [x.clone() if isinstance(x, torch.Tensor) else x for x in self.timing_inputs]
         except torch.cuda.OutOfMemoryError:
+            self.own_ooms += 1  # the harness's, not the candidate's (worker_ooms)
             return
         self.timing_inputs = self.moving_inputs.refill(current, move=True)
 

@@ -209,15 +209,3 @@ def test_worker_timing_samples_must_be_plausible():
         with pytest.raises(Verdict):
             plausible_sample(bad)
 
-
-def test_the_lead_spins_of_a_graph_timed_side_are_no_hidden_time():
-    """A graph-timed candidate's windows wait behind 1 ms spins (timing.GRAPH_LEAD_US), a reference timed in single
-    windows behind 0.1 ms ones: the judge's clock sees the spins, and must not take the difference for tampering."""
-    from harness import timing
-    from harness.judge_timing import Requests, timer_disagrees
-
-    ref = Requests([0.05] * 10, [0.05 + 0.1 + 0.3] * 10, "cuda_event", 1)  # a call, its spin, overhead
-    graph_spins = timing.spin_ms_per_sample("cuda_graph", 4, False, 100.0)  # 2 windows of 4 calls on a hot cache
-    new = Requests([0.05] * 10, [3 * 4 * 0.05 + graph_spins + 0.3] * 10, "cuda_graph", 4)
-    assert not timer_disagrees(ref, new, cold_cache=False, flush_ms=0.0, lead_us=100.0)
-    assert timer_disagrees(ref, new, cold_cache=False, flush_ms=0.0, lead_us=0.0)  # unaccounted, the spins look hidden

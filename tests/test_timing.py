@@ -1,5 +1,6 @@
 """Timers on the CPU (the CUDA methods are in test_gpu.py)."""
 import time
+from types import SimpleNamespace
 
 import torch
 
@@ -122,16 +123,13 @@ def test_a_copy_of_an_output_keeps_its_structure():
     assert timing.cloned(sly) is sly and timing.cloned((sly,))[0] is sly
 
 
-def test_a_graphs_window_is_led_by_a_longer_spin_which_the_judge_accounts_for():
+def test_a_graphs_window_is_led_by_a_longer_spin():
     """A graph's replay took the harness's workers ~120 us to launch on the H200: its windows get a spin of at least
-    GRAPH_LEAD_US (other methods the config's), and the judge's wall-clock check subtracts every window's spin."""
+    GRAPH_LEAD_US, other methods the config's; none on the CPU or when the config turns the lead off."""
     assert timing.window_lead_us("cuda_graph", 100.0) == timing.GRAPH_LEAD_US
     assert timing.window_lead_us("cuda_graph", 5000.0) == 5000.0
     assert timing.window_lead_us("cuda_event", 100.0) == 100.0 and timing.window_lead_us("batched_events", 100.0) == 100.0
     assert timing.window_lead_us("cuda_graph", 0.0) == 0.0 and timing.window_lead_us("perf_counter", 100.0) == 0.0
-    assert timing.spin_ms_per_sample("cuda_graph", 20, True, 100.0) == 4 * timing.GRAPH_LEAD_US / 1e3
-    assert timing.spin_ms_per_sample("batched_events", 20, False, 100.0) == 2 * 0.1
-    assert timing.spin_ms_per_sample("cuda_event", 16, True, 100.0) == 16 * 0.1
 
 
 def test_a_graph_window_whose_launch_outlasted_its_lead_is_timed_again(monkeypatch):
@@ -154,3 +152,27 @@ def test_a_graph_window_whose_launch_outlasted_its_lead_is_timed_again(monkeypat
     timed.clear()
     late = []  # every window late: the last retry is kept
     assert timer.graph_window(lambda: None, None) == (4.0, 4.0) and len(timed) == timing.LATE_LAUNCH_RETRIES + 1
+
+
+def test_a_graph_timed_sample_retimes_its_late_windows_and_keeps_two_output_copies(monkeypatch):
+    """Timer.sample on a graph (a stand-in: the capture is in test_gpu.py): calls, flushes, flushes, calls, each window
+    late once is timed again; the sample is their difference per call, with one output copy per calls window."""
+    timer = timing.Timer(torch.device("cpu"), cold_cache=True)
+    replays = []
+    calls, flushes = (SimpleNamespace(replay=lambda kind=kind: replays.append(kind)) for kind in ("calls", "flushes"))
+    timer.method, timer.batch, timer.graphs, timer.last_output = "cuda_graph", 2, (calls, flushes), torch.ones(2)
+    timed = []
+
+    def window(body, then=None):
+        timer.launch_late = len(timed) % 2 == 0  # every first try late, every second on time
+        timed.append(body)
+        body()
+        if then is not None:
+            then()
+        return (3.0 if body == calls.replay else 1.0), 0.0
+
+    monkeypatch.setattr(timer, "window", window)
+    ms, _ = timer.sample()
+    assert ms == (3.0 + 3.0 - 1.0 - 1.0) / (2 * 2) and len(timed) == 8
+    assert replays == ["flushes"] + [k for k in ("calls", "flushes", "flushes", "calls") for _ in range(2)]
+    assert len(timer.snapshots) == 2
