@@ -77,10 +77,12 @@ def main() -> None:
         return
     runs = []
     for index in range(args.processes):
-        reply = subprocess.run([sys.executable, __file__, "--child", "--placements", str(args.placements),
+        child = subprocess.run([sys.executable, __file__, "--child", "--placements", str(args.placements),
                                 "--samples", str(args.samples), "--size", *map(str, args.size)],
-                               capture_output=True, text=True, check=True).stdout
-        run = json.loads(reply.strip().splitlines()[-1])
+                               capture_output=True, text=True)
+        if child.returncode:
+            sys.exit(f"process {index} failed:\n{child.stderr[-2000:]}")
+        run = json.loads(child.stdout.strip().splitlines()[-1])
         runs.append(run)
         print(f"process {index}: {run['method']} batch {run['batch']}, first {run['first']:.3f} us; "
               + "; ".join(f"{v} {' '.join(f'{m:.3f}' for m in run[v])} (spread {spread_pct(run[v]):.1f}%)"
