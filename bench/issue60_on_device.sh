@@ -1,7 +1,7 @@
 #!/bin/bash
 # Issue 60's GPU checks, one PART per call of a lent machine (each fits its 10 minutes; carry .corpus, and for `ab`
 # the older tree too):
-#   bash bench/issue60_on_device.sh COMMIT diag|role|noisy|flush|head|v0|convt|ab [SECONDS]
+#   bash bench/issue60_on_device.sh COMMIT diag|role|noisy|flush|launch|head|v0|convt|ab [SECONDS]
 #   diag   KernelBench v0's level2 61_, 29_ and level1 100_ against themselves, and eight of its microsecond level1
 #          problems (on a second GPU where there is one): each pair's
 #          ratios split by the side that opened the round (round_order): do they lean by the order? Then
@@ -15,6 +15,9 @@
 #          the sweep: does keeping the timing CPUs free bring their spread down under a loaded host?
 #   flush  bench/flush_placement_probe.py: does a microsecond call's per-process offset follow where the flush buffer
 #          or the inputs lie?
+#   launch bench/window_noise_probe.py (idle host) as it is, then under the harness's worker environment (malloc
+#          tunables, passive OpenMP threads): is that why a worker launches a graph in 120 us, a process of its own in
+#          7-24 us (session 56)?
 #   convt  bench/convt3d_on_device.sh: the eight ConvTranspose3d problems, 5 runs each, fresh workers every run
 #   ab     sweep wall time against 25bfc02 on one GPU (bench/commit_ab.sh; made here first by
 #          `mkdir -p .ab-25bfc02 && git archive 25bfc02 harness configs run.py bench/kernelbench_aa.py
@@ -75,11 +78,16 @@ noisy)
     cp .noisy/run/results.jsonl "$OUT/noisy-v0-$commit-results.jsonl" ;;
 flush) CUDA_VISIBLE_DEVICES=0 timeout "$seconds" python3 bench/flush_placement_probe.py --processes 4 --placements 6 \
         | tee "$OUT/flush-placement-$commit.txt" ;;
+launch)
+    CUDA_VISIBLE_DEVICES=0 timeout 90 python3 bench/window_noise_probe.py --samples 100 > "$OUT/launch-plain.txt" 2>&1
+    env $(python3 -c 'from harness.judge_processes import judge_env; print(" ".join(f"{k}={v}" for k, v in judge_env("cuda").items() if k in ("OMP_WAIT_POLICY", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES")))') \
+        CUDA_VISIBLE_DEVICES=0 timeout 90 python3 bench/window_noise_probe.py --samples 100 > "$OUT/launch-harness-env.txt" 2>&1
+    cat "$OUT"/launch-*.txt ;;
 convt) KB=$head timeout "$seconds" bash bench/convt3d_on_device.sh "convt3d-aa-h200-$commit" 5 ;;
 ab)
     sample=$(cd "$head" && ls level1/*.py level2/*.py level3/*.py | sort -t/ -k2 -n | awk 'NR % 25 == 1' \
              | sed 's/\.py$//' | sed 's/\([0-9]*_\).*/\1/')
     CUDA_VISIBLE_DEVICES=0 KB=$head timeout "$seconds" bash bench/commit_ab.sh .ab-25bfc02,. $sample \
         level1/58_ level1/68_ level1/70_ level2/61_ ;;
-*) echo "PART is diag, role, noisy, flush, head, v0, convt or ab"; exit 2 ;;
+*) echo "PART is diag, role, noisy, flush, launch, head, v0, convt or ab"; exit 2 ;;
 esac
