@@ -48,9 +48,9 @@ def timer_disagrees(ref: Requests, new: Requests, cold_cache: bool, flush_ms: fl
 
     Each request's wall time should be the work it claims (calls x reported time, flushes x the judge's own
     flush time) plus an overhead (IPC, synchronizes, the windows' lead spins) that the reference's worker, running
-    the same code with the same method and batch (judge_timing_setup), shows. A worker that claims more time than passed, or whose unexplained time exceeds the reference's in
-    the same rounds by over 10% of the request plus 0.2 ms (plus the jitter of those differences), has been
-    tampered with.
+    the same code with the same method and batch (judge_timing_setup), shows. A worker that claims more time than
+    passed, or whose unexplained time exceeds the reference's in the same rounds by over 10% of the request plus
+    0.2 ms (plus the jitter of those differences), has been tampered with.
     """
     def unexplained(side: Requests) -> list:
         if side.method not in timing.METHODS or not isinstance(side.batch, int) or not 0 < side.batch <= timing.MAX_BATCH:

@@ -42,8 +42,8 @@ FLOOR_MS = 1e-6  # a batched difference is clamped here: a sample is never zero 
 # halved the rounds of 1-10 ms pairs and took 4_LeNet5's round-to-round spread from 22% to 0.6%; launch-bound networks
 # stayed as noisy (their host's speed changes from request to request, not from window to window).
 SAMPLE_TARGET_MS = 10.0
-# A graph's window is led by a spin of at least GRAPH_LEAD_US, which its launch must fit behind: in the harness's workers
-# on the H200 a replay's launch took 120 us (median; p99 270 us), and with the 100 us lead 65% of windows then
+# A graph's window is led by a spin of at least GRAPH_LEAD_US, which its launch must fit behind: in the harness's
+# workers on the H200 a replay's launch took 120 us (median; p99 270 us), and with the 100 us lead 65% of windows then
 # counted the GPU waiting on the host, which spread a 2 us call's samples by ~20%. A window whose launch outlasted its
 # lead anyway is timed again, at most LATE_LAUNCH_RETRIES times (docs/decisions/process-offset.md, session 56).
 GRAPH_LEAD_US = 1000.0
