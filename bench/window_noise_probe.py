@@ -30,11 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 from harness import timing  # noqa: E402
-
-
-def spread(values: list) -> float:
-    middle = statistics.median(values)
-    return 1.4826 * statistics.median(abs(v - middle) for v in values)
+from tiny_noise_probe import spread  # noqa: E402  (1.4826 MAD, as that probe gives it)
 
 
 class RecordingTimer(timing.Timer):

@@ -308,8 +308,7 @@ class Timer:
         # A B B A order, so that a drift within the sample cancels from the difference.
         (flushes or calls)()
         self.snapshots = []
-        window = self.graph_window if self.method == "cuda_graph" else self.window
-        then = self.snapshot_output if self.method == "cuda_graph" else None
+        window, then = (self.graph_window, self.snapshot_output) if self.method == "cuda_graph" else (self.window, None)
         timed = [window(body, then if body is calls else None) if body else (0.0, 0.0)
                  for body in (calls, flushes, flushes, calls)]
         return tuple(max((a1 + a2 - b1 - b2) / (2 * self.batch), FLOOR_MS) for a1, b1, b2, a2 in zip(*timed))
