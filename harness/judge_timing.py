@@ -123,7 +123,6 @@ class PairTiming:
             rounds_cfg = self.cfg.replace(target_ci_pct=target_pct(self.cfg, self.result.ref_timer))
             ref_ms, new_ms, tight = stats.alternate_rounds(rounds.ref_sample, rounds.new_sample, rounds_cfg, rounds.rng,
                                                            rounds.before_round, round_kept=rounds.round_kept,
-                                                           calls_per_sample=self.result.ref_batch or 1,
                                                            undecided=self.straddles_the_gate())
             self.check_reference_scheduling()
         except ReferenceRescheduled as exc:

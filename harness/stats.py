@@ -97,14 +97,13 @@ def is_tie(stats: dict) -> bool:
 def alternate_rounds(ref_call: Callable[[], float], new_call: Callable[[], float], cfg: Config,
                      rng: random.Random, before_round: Callable[[int], None] = lambda i: None,
                      clock: Callable[[], float] = time.monotonic,
-                     round_kept: Callable[[], bool] = lambda: True, calls_per_sample: int = 1,
+                     round_kept: Callable[[], bool] = lambda: True,
                      undecided: Callable[[list, list], bool] | None = None) -> tuple[list, list, bool]:
     """Rounds of one sample per side in counterbalanced random order, until the speedup's CI is tight or a cap is hit.
 
     `before_round(i)` runs before round i (new input contents, checks of the previous round's output); `round_kept()`
-    after each: a round it rejects (another process used the GPU) is dropped. A sample: the time per call of
-    `calls_per_sample` calls. Stops after at least min_rounds and min_timing_s of timed calls per side, once the CI is
-    within +-target_ci_pct; gives up at max_rounds or after max_timing_s seconds of `clock`, the judge's own (a cap on
+    after each: a round it rejects (another process used the GPU) is dropped. Stops after at least min_rounds rounds
+    and min_timing_s seconds of `clock`, once the CI is within +-target_ci_pct; gives up at max_rounds or after max_timing_s seconds of `clock`, the judge's own (a cap on
     the workers' reported samples would let a forged clock keep the rounds going for ever).
     Then, while `undecided(ref_ms, new_ms)` (a gate's bar inside the CI), more rounds: up to gate_timing_s more
     seconds and max_rounds more rounds, until it is decided.
@@ -130,11 +129,11 @@ def alternate_rounds(ref_call: Callable[[], float], new_call: Callable[[], float
         else:
             ref_ms.pop(), new_ms.pop()
 
-    deadline = clock() + cfg.max_timing_s
+    started = clock()
+    deadline = started + cfg.max_timing_s
     while len(ref_ms) < cfg.max_rounds and attempts[0] < 2 * cfg.max_rounds and (not attempts[0] or clock() < deadline):
         one_round()
-        timed_ms = calls_per_sample * min(sum(ref_ms or [0.0]), sum(new_ms or [0.0]))
-        enough = len(ref_ms) >= cfg.min_rounds and timed_ms >= cfg.min_timing_s * 1e3
+        enough = len(ref_ms) >= cfg.min_rounds and clock() - started >= cfg.min_timing_s
         if enough and len(ref_ms) % 5 == 0 and tight():
             break
     if undecided is not None and cfg.gate_timing_s and len(ref_ms) >= 2 and undecided(ref_ms, new_ms):

@@ -253,14 +253,15 @@ class Worker:
 
     def op_replace(self, pad_bytes: int):
         """A confirmation block's round (harness.blocks): this process's cached blocks handed back and a pad of the
-        judge's (secret) size held, then one untimed call, so that the call's output, workspace and temporaries land
-        elsewhere than last round (a cuDNN kernel ran 6% slower in some places than in others on the H200:
-        docs/decisions/process-offset.md). A captured graph, whose pool holds its call's memory, is captured again, its
-        inputs moved first (other calls' inputs move every round: op_refresh_timing_inputs)."""
+        judge's (secret) size held, then the cache flush's buffer and one untimed call, so that the buffer and the call's
+        output, workspace and temporaries land elsewhere than last round (a cuDNN kernel ran 6% slower in some places
+        than in others on the H200, a 2 us call 2-5% with its flush buffer moved: docs/decisions/process-offset.md). A
+        captured graph, whose pool holds its call's memory, is captured again, its inputs moved first (other calls'
+        inputs move every round: op_refresh_timing_inputs)."""
         if self.device.type != "cuda":
             return channel.ok({})
         graphed = self.timer.method == "cuda_graph"
-        self.pad = None
+        self.pad = self.timer.flush_buffer = None
         self.timer.let_go_of_output()
         if graphed:
             self.timer.graphs = self.timer.last_output = None
@@ -273,11 +274,22 @@ class Worker:
             self.pad = torch.empty(min(int(pad_bytes), free // 4), dtype=torch.uint8, device=self.device)
         except (torch.cuda.OutOfMemoryError, ValueError, TypeError):
             self.pad = None  # the harness's own: a pad that does not fit is left out, never the candidate's failure
+        self.place_flush_buffer()
         try:
             self.placed_call(graphed)
         except BaseException as exc:
             return channel.failed("runtime_error", "forward raised " + describe(exc))
         return channel.ok({})
+
+    def place_flush_buffer(self) -> None:
+        """The timer's flush buffer anew, beside the pad; without the pad where both do not fit (the harness's own)."""
+        try:
+            self.timer.place_flush_buffer()
+        except torch.cuda.OutOfMemoryError:
+            self.own_ooms += 1
+            self.pad = None
+            torch.cuda.empty_cache()
+            self.timer.place_flush_buffer()
 
     def move_graph_inputs(self) -> None:
         """The timing inputs, contents kept, at new offsets of their buffers (through copies: a move within a buffer

@@ -174,8 +174,8 @@ def test_a_graphs_launch_fits_behind_its_lead_and_a_late_one_is_retimed():
 
 
 def test_a_confirmation_blocks_replace_moves_a_graphs_inputs_and_its_replays_follow():
-    """Worker.op_replace captures a graph again with its inputs at new offsets; the next round's contents, filled in
-    place, are what the replays read."""
+    """Worker.op_replace captures a graph again with its inputs and flush buffer at new offsets; the next round's
+    contents, filled in place, are what the replays read, and the new flush buffer is what they write."""
     from harness import worker
 
     w = worker.Worker("cuda", cold_cache=True)
@@ -183,15 +183,18 @@ def test_a_confirmation_blocks_replace_moves_a_graphs_inputs_and_its_replays_fol
     x = torch.randn(16, 4096, device="cuda")
     assert w.op_set_timing_inputs([x])[0] == "ok"
     assert w.op_prepare_timing(warmup=3, lead_us=100.0) == ("ok", {"method": "cuda_graph", "batch": w.timer.batch})
-    places = set()
+    places, flush_places = set(), set()
     for round_ in range(6):
         assert w.op_replace(pad_bytes=(round_ + 1) << 20)[0] == "ok"
         fresh = torch.randn(16, 4096, device="cuda")
         assert w.op_refresh_timing_inputs([fresh])[0] == "ok"
+        before = w.timer.flush_buffer[:1].clone()
         w.timer.sample()
         places.add(w.timing_inputs[0].data_ptr())
+        flush_places.add(w.timer.flush_buffer.data_ptr())
         assert all(torch.equal(s, torch.relu(fresh)) for s in w.timer.snapshots)
-    assert len(places) > 1
+        assert not torch.equal(w.timer.flush_buffer[:1], before)  # the replays flush through the new buffer
+    assert len(places) > 1 and len(flush_places) > 1
 
 
 def test_uncapturable_short_calls_fall_back_to_batched_events():

@@ -113,12 +113,19 @@ def test_alternate_rounds_stops_once_the_ci_is_tight():
     assert tight and len(ref) == len(new) == 10  # constant times: tight at the first check
 
 
-def test_alternate_rounds_counts_every_call_a_sample_timed_toward_min_timing():
-    cfg = ROUNDS.replace(max_rounds=200, min_timing_s=0.1)
-    ref, _, _ = stats.alternate_rounds(lambda: 2.0, lambda: 1.0, cfg, random.Random(0))
-    assert len(ref) == 100  # 1 ms samples of one call: 100 rounds for 100 ms
-    ref, _, _ = stats.alternate_rounds(lambda: 2.0, lambda: 1.0, cfg, random.Random(0), calls_per_sample=5)
-    assert len(ref) == 20  # of five calls each: 20 rounds
+def test_alternate_rounds_run_for_min_timing_s_of_the_judges_clock():
+    """However short the samples (a 2 us graph-timed call), the floor is seconds of rounds, not of timed calls."""
+    now = [0.0]
+
+    def sample():
+        now[0] += 1 / 64  # each request takes 1/64 s of the judge's clock (exact in binary)
+        return 1e-3
+
+    cfg = ROUNDS.replace(max_rounds=200, min_timing_s=0.5)
+    ref, _, tight = stats.alternate_rounds(sample, sample, cfg, random.Random(0), clock=lambda: now[0])
+    assert tight and len(ref) == 20  # 1/32 s a round: 0.5 s after 16 rounds, checked at the next multiple of 5
+    ref, _, _ = stats.alternate_rounds(lambda: 2.0, lambda: 1.0, cfg, random.Random(0), clock=lambda: 0.0)
+    assert len(ref) == 200  # a clock that never reaches the floor: max_rounds
 
 
 def test_alternate_rounds_caps_a_noisy_pair():
