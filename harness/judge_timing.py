@@ -358,6 +358,7 @@ class Rounds:
         self.rng = random.Random(pair.judge.timing_seed())
         self.checked = []  # rounds whose timed output was checked
         self.first = []  # which side each round timed first: "R" (reference) or "N" (candidate)
+        self.replaces = replaces_every_round(pair.device, pair.cfg, pair.judge.block, pair.result.ref_timer)
 
     def gpu_is_ours(self) -> None:
         """Before a window: other processes' GPU work drained (the other worker is stopped by now). Before both
@@ -379,10 +380,10 @@ class Rounds:
         return kept
 
     def replace_side(self, sandbox) -> None:
-        """In a confirmation block (harness.blocks), on a GPU: the worker places its call's allocations anew behind a pad
-        of a secret size before each of its samples (Worker.op_replace), so that where they landed is a round's draw,
-        not the process's for good."""
-        if self.pair.device.type == "cuda" and self.pair.judge.block > 1 and self.cfg.replace_pad_mb:
+        """Where replaces_every_round says so: the worker places its call's allocations anew behind a pad of a secret
+        size before each of its samples (Worker.op_replace), so that where they landed is a round's draw, not the
+        process's for good."""
+        if self.replaces:
             pad = self.rng.randrange(0, (self.cfg.replace_pad_mb << 20) + 1, 1 << 20)
             self.pair.expect_ok(sandbox.request("replace", self.cfg.timeout, pad_bytes=pad))
 
@@ -431,6 +432,14 @@ class Rounds:
         """Note the side that opens this round (samples outside rounds, the tampering re-check's, are not rounds)."""
         if self.first and self.first[-1] is None:
             self.first[-1] = side
+
+
+def replaces_every_round(device: torch.device, cfg: Config, block: int, method: str) -> bool:
+    """Does each round re-place both sides' allocations (Worker.op_replace)? On a GPU (with replace_pad_mb): in a
+    confirmation block (harness.blocks), and in every block of a graph-timed pair, whose graph otherwise holds its
+    inputs and output where they first landed for the process's life (the place alone moved a 2 us ReLU by 14-17% on the
+    H200: docs/decisions/process-offset.md, session 57)."""
+    return device.type == "cuda" and bool(cfg.replace_pad_mb) and (block > 1 or method == "cuda_graph")
 
 
 def target_pct(cfg: Config, method: str) -> float:

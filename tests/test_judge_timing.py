@@ -7,7 +7,7 @@ import torch
 
 from harness import procs
 from harness.config import build_config
-from harness.judge_timing import plausible_sample
+from harness.judge_timing import plausible_sample, replaces_every_round
 from harness.verdict import Verdict
 
 
@@ -209,3 +209,14 @@ def test_worker_timing_samples_must_be_plausible():
         with pytest.raises(Verdict):
             plausible_sample(bad)
 
+
+
+def test_a_graph_timed_pair_re_places_every_round_of_every_block_others_only_in_confirmation_blocks():
+    """A captured graph holds its inputs and output where they first landed for the process's life (a 2 us ReLU's time
+    moved 14-17% with the place on the H200), so its rounds re-place from the first block; plain launches move their
+    inputs every round anyway, and are re-placed in confirmation blocks; never on the CPU or with replace_pad_mb 0."""
+    cfg, gpu = build_config(), torch.device("cuda", 0)
+    assert replaces_every_round(gpu, cfg, 1, "cuda_graph") and replaces_every_round(gpu, cfg, 2, "cuda_graph")
+    assert not replaces_every_round(gpu, cfg, 1, "cuda_event") and replaces_every_round(gpu, cfg, 2, "cuda_event")
+    assert not replaces_every_round(torch.device("cpu"), cfg, 2, "perf_counter")
+    assert not replaces_every_round(gpu, cfg.replace(replace_pad_mb=0), 2, "cuda_graph")
