@@ -104,8 +104,16 @@ class Timer:
             self.flush_buffer = torch.empty(self.flush_bytes(), dtype=torch.uint8, device=self.device)
 
     def flush(self) -> None:
-        """Evict the caches by writing the flush buffer."""
-        if self.flush_buffer is not None:
+        """Evict the caches by writing the flush buffer. On a GPU a plain fill: a graph-timed sample subtracts a window of
+        flushes from one of flushes and calls, so whatever varies in a flush is amplified in a microsecond call, and
+        add_'s read and write (twice the traffic) set 2 us A/A blocks 2.55% apart (RMS) on the H200, the fill 0.6-1.2%
+        (docs/decisions/process-offset.md, session 57). On the CPU a read and write: a large memset may bypass the
+        caches with non-temporal stores."""
+        if self.flush_buffer is None:
+            return
+        if self.is_cuda:
+            self.flush_buffer.fill_(1)
+        else:
             self.flush_buffer.add_(1)
 
     def sync(self) -> None:

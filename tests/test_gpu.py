@@ -188,12 +188,12 @@ def test_a_confirmation_blocks_replace_moves_a_graphs_inputs_and_its_replays_fol
         assert w.op_replace(pad_bytes=(round_ + 1) << 20)[0] == "ok"
         fresh = torch.randn(16, 4096, device="cuda")
         assert w.op_refresh_timing_inputs([fresh])[0] == "ok"
-        before = w.timer.flush_buffer[:1].clone()
+        w.timer.flush_buffer.zero_()
         w.timer.sample()
         places.add(w.timing_inputs[0].data_ptr())
         flush_places.add(w.timer.flush_buffer.data_ptr())
         assert all(torch.equal(s, torch.relu(fresh)) for s in w.timer.snapshots)
-        assert not torch.equal(w.timer.flush_buffer[:1], before)  # the replays flush through the new buffer
+        assert w.timer.flush_buffer.count_nonzero() > 0  # the replays flush through the new buffer
     assert len(places) > 1 and len(flush_places) > 1
 
 
