@@ -48,6 +48,11 @@ SAMPLE_TARGET_MS = 10.0
 # lead anyway is timed again, at most LATE_LAUNCH_RETRIES times (docs/decisions/process-offset.md, session 56).
 GRAPH_LEAD_US = 1000.0
 LATE_LAUNCH_RETRIES = 3
+# Whether a call is short (SHORT_CALL_MS) is its GPU time's to say, measured behind a spin this long, which a forward of
+# many small launches fits behind: behind launch_lead_us's 100 us, the workers' host time to launch KernelBench v0's
+# level2 forwards (~0.1 ms on the GPU) sorted them as long in one sweep and short in another (session 57), and timed
+# alone they spread by 35-70% a sample where their graphs spread by 3-8%.
+SORTING_LEAD_US = 10000.0
 MAX_SINGLE_WINDOWS = 16
 METHODS = ("perf_counter", "cuda_event", "cuda_graph", "batched_events")
 SINGLE_METHODS = ("perf_counter", "cuda_event")  # one call a window (`batch` windows a sample)
@@ -140,6 +145,8 @@ class Timer:
             return self.method
         self.method, self.batch, self.graphs = "cuda_event", 1, None  # a second prepare starts afresh
         single, single_wall = medians(self.window(self.once) for _ in range(3))
+        if self.lead_us:  # (the wall time stays the plain windows': a long spin would fill it)
+            single = min(single, medians(self.window(self.once, lead_us=SORTING_LEAD_US) for _ in range(3))[0])
         flush, flush_wall = medians(self.window(self.flush) for _ in range(3)) if self.cold_cache else (0.0, 0.0)
         # A stateful model's calls each start from its restored state, outside the window: one call a window.
         if (single >= SHORT_CALL_MS or self.before_call) and not batched and batch is None:
@@ -255,14 +262,16 @@ class Timer:
         """Queue a copy of the graph's output right behind a calls window's end event (the judge checks this copy)."""
         self.snapshots.append(cloned(self.last_output))
 
-    def window(self, body: Callable[[], object], then: Callable[[], None] | None = None) -> tuple[float, float]:
+    def window(self, body: Callable[[], object], then: Callable[[], None] | None = None,
+               lead_us: float | None = None) -> tuple[float, float]:
         """(ms, wall ms) of body, from an idle device until the device is idle again.
 
         The end event, recorded right behind body on the current stream, times body's work there free of
         the host's wake-up latency. Work body left on other streams (or that its threads queued) is
         counted too: the host waits for the end event, then for the whole device, and whatever that
         second wait took beyond a synchronize of an idle device is added to the sample.
-        A spin on the GPU goes first (window_lead_us: `lead_us`, at least GRAPH_LEAD_US before a graph): the start event
+        A spin on the GPU goes first (`lead_us` where given, else window_lead_us: the timer's lead, at least
+        GRAPH_LEAD_US before a graph): the start event
         then waits for it while the host launches body, so the host's latency in launching body's first work (a graph
         of many nodes, a Python forward) is not counted (left out, it was, and it moves with the host's speed).
         `launch_late` says whether the host took longer than the spin to launch body (graph_window times it again).
@@ -274,7 +283,7 @@ class Timer:
             wall = (_perf_counter_ns() - start) / 1e6
             return wall, wall
         start, end = _Event(enable_timing=True), _Event(enable_timing=True)
-        lead_us = window_lead_us(self.method, self.lead_us)
+        lead_us = window_lead_us(self.method, self.lead_us) if lead_us is None else lead_us
         queued = _perf_counter_ns()
         if lead_us:
             _sleep(int(lead_us * SPIN_CYCLES_PER_US))

@@ -197,6 +197,24 @@ def test_a_confirmation_blocks_replace_moves_a_graphs_inputs_and_its_replays_fol
     assert len(places) > 1 and len(flush_places) > 1
 
 
+def test_a_short_call_the_host_takes_long_to_launch_is_sorted_by_its_gpu_time():
+    """Two tiny kernels with 1 ms of host time between them: a plain window behind the 100 us lead reads ~1 ms (the GPU
+    waits on the host); behind SORTING_LEAD_US the GPU's few microseconds show, and the call is graph-timed."""
+    import time
+
+    from harness import timing
+
+    x = torch.rand(1024, device="cuda")
+    timer = timing.Timer(torch.device("cuda"), cold_cache=True, lead_us=100.0)
+
+    def forward():
+        y = x + 1
+        time.sleep(0.001)
+        return y * 2
+
+    assert timer.prepare(forward, warmup=2, inputs=[x]) == "cuda_graph"
+
+
 def test_uncapturable_short_calls_fall_back_to_batched_events():
     from harness import timing
 

@@ -64,6 +64,26 @@ def test_a_sample_of_several_single_windows_is_their_mean_per_call(monkeypatch):
     assert timer.sample() == (3.0, 3.0) and len(calls) == 4  # one call a window, their mean
 
 
+def test_a_call_is_sorted_short_by_its_gpu_time_behind_a_long_spin(monkeypatch):
+    """A forward whose launches outlast the 100 us lead reads long in a plain window (the GPU waited on the host);
+    behind SORTING_LEAD_US its GPU time shows it short, and it is batched. With launch_lead_us 0 the host's time counts,
+    as configured. (A stand-in for the GPU's windows: the real ones are in test_gpu.py.)"""
+    monkeypatch.setattr(timing, "_synchronize", lambda device: None)
+    timer = timing.Timer(torch.device("cpu"), cold_cache=False, lead_us=100.0)
+    timer.is_cuda = True
+    leads = []
+
+    def window(body, then=None, lead_us=None):
+        leads.append(lead_us)
+        return (0.08, 0.4) if lead_us == timing.SORTING_LEAD_US else (0.35, 0.4)
+
+    monkeypatch.setattr(timer, "window", window)
+    assert timer.prepare(lambda: None, warmup=0, allow_graph=False) == "batched_events"
+    assert leads.count(timing.SORTING_LEAD_US) == 3
+    timer.lead_us = 0.0
+    assert timer.prepare(lambda: None, warmup=0, allow_graph=False) == "cuda_event"
+
+
 def test_a_graph_replay_right_only_on_the_capture_inputs_is_refused():
     """A kernel launched on the legacy default stream runs outside a CUDA graph's capture; captured work that reads
     what it wrote replays the capture's result (kbl-l3-p2-o1, a real generation). Replays are checked on other inputs
