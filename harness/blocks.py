@@ -1,7 +1,7 @@
 """A claim checked on fresh workers: a worker process carries its own timing offset (where its allocations landed), so a
-speedup near 1.0 whose CI leaves out 1.0 is judged again on fresh judges and workers ("blocks"), and the pair's
-reported CI spans every block's: a claim stands only where each block's CI makes it. Runner side; pure functions of
-Results. Why and how much: docs/decisions/process-offset.md."""
+speedup near 1.0 that is no tie (its CI leaves out 1.0, or it lies off the tie band) is judged again on fresh judges
+and workers ("blocks"), and the pair's reported CI spans every block's: a claim stands only where each block's CI
+makes it. Runner side; pure functions of Results. Why and how much: docs/decisions/process-offset.md."""
 from __future__ import annotations
 
 import copy
@@ -25,14 +25,18 @@ def is_claim(result: Result) -> bool:
 
 
 def needs_confirmation(result: Result, cfg: Config) -> bool:
-    """Is this block's claim within the band where a process's own offset could make it (process_band_pct)?"""
-    if cfg.process_blocks < 2 or not is_claim(result) or result.speedup is None:
+    """Is this block no tie (a claim, or a speedup off the tie band) within the band where a process's own offset
+    could make it (process_band_pct)? An A/A block 2.4% off with a CI that holds 1.0 is no claim, but a point that
+    fresh blocks pull back to a tie (v0's 19_ReLU on the H200, session 57)."""
+    if cfg.process_blocks < 2 or result.status != Status.CORRECT or result.speedup is None or result.tie:
+        return False
+    if not isinstance(result.speedup_ci_low, float) or not isinstance(result.speedup_ci_high, float):
         return False
     return abs(math.log(result.speedup)) <= math.log1p(cfg.process_band_pct / 100)
 
 
 def judged_in_blocks(judge: Callable[[int], Result], cfg: Config) -> Result:
-    """judge(block) for block 1, then, while a claim stands within the band, for blocks 2..process_blocks; the merged
+    """judge(block) for block 1, then, while no tie stands within the band, for blocks 2..process_blocks; the merged
     Result. A block that is not correct ends the pair with its own verdict (a fresh worker's wrong output is a
     finding); blocks that already make the pair a tie end the confirmation early."""
     first = judge(1)

@@ -69,6 +69,7 @@ class Config:
     cpu_resolution_pct: float
     host_bound_resolution_pct: float
     host_bound_spread_pct: float
+    gpu_resolution_pct: dict  # {part of a GPU's name: percent}
     process_band_pct: float
     process_blocks: int
     replace_pad_mb: int
@@ -156,6 +157,8 @@ def validate_value(key: str, value: Any, default: Any, origin: str) -> Any:
         return validate_tolerances(value, default, origin)
     if key == "problem_tolerances":
         return validate_problem_tolerances(value, origin)
+    if key == "gpu_resolution_pct":
+        return validate_gpu_resolution(value, origin)
     if key == "device":
         return validate_device(value, origin)
     if key == "prebuild" and isinstance(value, bool):  # YAML reads a bare on/off as a boolean
@@ -208,6 +211,18 @@ def validate_problem_tolerances(value: Any, origin: str) -> dict:
     if not isinstance(value, dict):
         raise ConfigError(f"Bad value for 'problem_tolerances' in {origin}: expected a mapping")
     return {str(name): validate_tolerance_pair(f"problem {name}", pair, origin) for name, pair in value.items()}
+
+
+def validate_gpu_resolution(value: Any, origin: str) -> dict:
+    """{part of a GPU's name: a resolution in percent, at least 0 and under 10}."""
+    if not isinstance(value, dict):
+        raise ConfigError(f"Bad value for 'gpu_resolution_pct' in {origin}: expected a mapping of GPU name to percent")
+    out = {}
+    for name, pct in value.items():
+        if isinstance(pct, bool) or not isinstance(pct, (int, float)) or not 0 <= pct < 10:
+            raise ConfigError(f"Bad resolution for GPU {name!r} in {origin}: {pct!r} (expected a number from 0 to 10)")
+        out[str(name)] = float(pct)
+    return out
 
 
 def check_relations(config: Config) -> None:

@@ -169,7 +169,8 @@ class PairTiming:
 
     def reported_ci(self, ref_ms: list, new_ms: list) -> dict:
         """The medians, the speedup and its CI widened by the harness's resolution, as a Result reports them."""
-        resolution = resolution_pct(self.cfg, self.result.ref_timer, max(spread_pct(ref_ms), spread_pct(new_ms)))
+        resolution = resolution_pct(self.cfg, self.result.ref_timer, max(spread_pct(ref_ms), spread_pct(new_ms)),
+                                    self.result.gpu)
         return {**stats.with_resolution(stats.speedup_with_ci(ref_ms, new_ms), resolution), "resolution_pct": resolution}
 
     def check_reference_scheduling(self) -> None:
@@ -448,17 +449,21 @@ def target_pct(cfg: Config, method: str) -> float:
     return cfg.cpu_target_ci_pct if method == "perf_counter" else cfg.target_ci_pct
 
 
-def resolution_pct(cfg: Config, method: str, spread: float = 0.0) -> float:
+def resolution_pct(cfg: Config, method: str, spread: float = 0.0, gpu: str | None = None) -> float:
     """The harness's resolution for a pair timed this way (both sides are): batched calls (graphs of microsecond
     kernels) and the CPU's clock have one of their own; a pair whose samples on either side spread by
     host_bound_spread_pct or more is bound by the host's speed, which differs between two processes (at least
-    host_bound_resolution_pct)."""
+    host_bound_resolution_pct); and a GPU model measured to need more has its own floor (gpu_resolution_pct, by a
+    part of its name)."""
     if method in timing.BATCHED_METHODS:
         resolution = cfg.batched_resolution_pct
     else:
         resolution = cfg.cpu_resolution_pct if method == "perf_counter" else cfg.timing_resolution_pct
     if spread >= cfg.host_bound_spread_pct:
         resolution = max(resolution, cfg.host_bound_resolution_pct)
+    if gpu and method != "perf_counter":
+        resolution = max([resolution] + [pct for part, pct in cfg.gpu_resolution_pct.items()
+                                         if part.lower() in gpu.lower()])
     return resolution
 
 

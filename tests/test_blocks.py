@@ -60,6 +60,20 @@ def test_far_claims_and_ties_cost_one_block():
     assert run_blocks([6, 6, 6], CFG.replace(process_blocks=1))[1] == [1]  # confirmation turned off
 
 
+def test_a_point_off_the_tie_band_is_confirmed_though_its_ci_holds_one():
+    """An A/A block 2.4% off whose CI holds 1.0 claims nothing, but is no tie: fresh blocks may pull it back to one.
+    A tie, a failed pair, or a point beyond the band is not confirmed."""
+    def block(speedup, low, high, **fields):
+        return Result(problem="p", solution="s", status=fields.get("status", Status.CORRECT), speedup=speedup,
+                      speedup_ci_low=low, speedup_ci_high=high,
+                      tie=stats.is_tie({"speedup": speedup, "speedup_ci_low": low, "speedup_ci_high": high}))
+    assert blocks.needs_confirmation(block(1.024, 0.99, 1.06), CFG)
+    assert not blocks.needs_confirmation(block(1.01, 0.99, 1.03), CFG)  # a tie
+    assert not blocks.needs_confirmation(block(1.6, 0.9, 2.2), CFG)  # beyond the band
+    assert not blocks.needs_confirmation(block(1.024, 0.99, 1.06, status=Status.INCORRECT), CFG)
+    assert not blocks.needs_confirmation(block(1.024, 0.99, 1.06), CFG.replace(process_blocks=1))
+
+
 def test_a_confirmation_block_that_is_not_correct_is_the_verdict():
     def judge(block):
         if block == 1:

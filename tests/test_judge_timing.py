@@ -7,7 +7,7 @@ import torch
 
 from harness import procs
 from harness.config import build_config
-from harness.judge_timing import plausible_sample, replaces_every_round
+from harness.judge_timing import plausible_sample, replaces_every_round, resolution_pct
 from harness.verdict import Verdict
 
 
@@ -85,8 +85,6 @@ RESOLUTIONS = build_config().replace(timing_resolution_pct=0.5, batched_resoluti
 
 
 def test_graph_timed_and_cpu_pairs_take_resolutions_of_their_own():
-    from harness.judge_timing import resolution_pct
-
     cfg = RESOLUTIONS
     assert resolution_pct(cfg, "cuda_graph") == resolution_pct(cfg, "batched_events") == 1.0
     assert resolution_pct(cfg, "cuda_event") == 0.5 and resolution_pct(cfg, "perf_counter") == 2.0
@@ -183,7 +181,6 @@ def test_a_timed_call_that_returns_its_input_where_no_trial_did_is_wrong():
 
 
 def test_a_pair_bound_by_the_host_takes_the_host_bound_resolution():
-    from harness.judge_timing import resolution_pct
     from harness.stats import spread_pct
 
     cfg = RESOLUTIONS
@@ -220,3 +217,24 @@ def test_a_graph_timed_pair_re_places_every_round_of_every_block_others_only_in_
     assert not replaces_every_round(gpu, cfg, 1, "cuda_event") and replaces_every_round(gpu, cfg, 2, "cuda_event")
     assert not replaces_every_round(torch.device("cpu"), cfg, 2, "perf_counter")
     assert not replaces_every_round(gpu, cfg.replace(replace_pad_mb=0), 2, "cuda_graph")
+
+
+def test_a_gpu_model_measured_to_need_more_resolution_has_its_own_floor():
+    """gpu_resolution_pct: the H200's A/A pairs needed 2.0% whatever the method; other GPUs and the CPU keep theirs."""
+    cfg = build_config()
+    assert resolution_pct(cfg, "cuda_event", 0.0, "NVIDIA H200") == 2.0
+    assert resolution_pct(cfg, "cuda_graph", 0.0, "NVIDIA H200 NVL") == 2.0
+    assert resolution_pct(cfg, "cuda_event", 0.0, "NVIDIA H100 80GB HBM3") == 0.5
+    assert resolution_pct(cfg, "cuda_event", 0.0, None) == 0.5
+    assert resolution_pct(cfg.replace(gpu_resolution_pct={"h200": 3.0}), "cuda_graph", 0.0, "NVIDIA H200") == 3.0
+    assert resolution_pct(cfg, "perf_counter", 0.0, "NVIDIA H200") == cfg.cpu_resolution_pct
+
+
+def test_gpu_resolution_pct_must_map_names_to_percents(tmp_path):
+    from harness.config import ConfigError
+
+    for bad in ("gpu_resolution_pct: 2.0\n", "gpu_resolution_pct: {H200: 12}\n", "gpu_resolution_pct: {H200: x}\n"):
+        path = tmp_path / "c.yaml"
+        path.write_text(bad)
+        with pytest.raises(ConfigError, match="gpu_resolution_pct|resolution for GPU"):
+            build_config(path)
