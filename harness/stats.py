@@ -103,8 +103,9 @@ def alternate_rounds(ref_call: Callable[[], float], new_call: Callable[[], float
 
     `before_round(i)` runs before round i (new input contents, checks of the previous round's output); `round_kept()`
     after each: a round it rejects (another process used the GPU) is dropped. Stops after at least min_rounds rounds
-    and min_timing_s seconds of `clock`, once the CI is within +-target_ci_pct; gives up at max_rounds or after max_timing_s seconds of `clock`, the judge's own (a cap on
-    the workers' reported samples would let a forged clock keep the rounds going for ever).
+    and min_timing_s seconds of `clock`, once the CI is within +-target_ci_pct; gives up at max_rounds or after
+    max_timing_s seconds of `clock`, the judge's own (a cap on the workers' reported samples would let a forged clock
+    keep the rounds going for ever).
     Then, while `undecided(ref_ms, new_ms)` (a gate's bar inside the CI), more rounds: up to gate_timing_s more
     seconds and max_rounds more rounds, until it is decided.
     Returns both sides' samples (ms) and whether the CI reached the target (never from fewer than min_rounds rounds).

@@ -102,15 +102,16 @@ class Timer:
         return 2 * cpu_last_level_cache_bytes()
 
     def place_flush_buffer(self) -> None:
-        """Allocate the flush buffer (anew: where it lies moved a 2 us call's time by 2-5% on the H200, session 57 of
-        docs/decisions/process-offset.md; a captured graph must be captured again to follow it)."""
+        """Allocate the flush buffer (anew, in Worker.op_replace: where the timed work's memory lies moved a 2 us
+        call by 14-17% on the H200, docs/decisions/process-offset.md; a captured graph must be captured again to
+        follow it)."""
         self.flush_buffer = None  # (the old one freed first)
         if self.cold_cache:
             self.flush_buffer = torch.empty(self.flush_bytes(), dtype=torch.uint8, device=self.device)
 
     def flush(self) -> None:
-        """Evict the caches by writing the flush buffer. On a GPU a plain fill: a graph-timed sample subtracts a window of
-        flushes from one of flushes and calls, so whatever varies in a flush is amplified in a microsecond call, and
+        """Evict the caches by writing the flush buffer. On a GPU a plain fill: a graph-timed sample subtracts a window
+        of flushes from one of flushes and calls, so whatever varies in a flush is amplified in a microsecond call, and
         add_'s read and write (twice the traffic) set 2 us A/A blocks 2.55% apart (RMS) on the H200, the fill 0.6-1.2%
         (docs/decisions/process-offset.md, session 57). On the CPU a read and write: a large memset may bypass the
         caches with non-temporal stores."""

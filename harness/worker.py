@@ -252,12 +252,13 @@ class Worker:
         return channel.ok({})
 
     def op_replace(self, pad_bytes: int):
-        """A confirmation block's round (harness.blocks): this process's cached blocks handed back and a pad of the
-        judge's (secret) size held, then the cache flush's buffer and one untimed call, so that the buffer and the call's
-        output, workspace and temporaries land elsewhere than last round (a cuDNN kernel ran 6% slower in some places
-        than in others on the H200, a 2 us call 2-5% with its flush buffer moved: docs/decisions/process-offset.md). A
-        captured graph, whose pool holds its call's memory, is captured again, its inputs moved first (other calls'
-        inputs move every round: op_refresh_timing_inputs)."""
+        """A round of a confirmation block (harness.blocks), or of a graph-timed pair
+        (judge_timing.replaces_every_round): this process's cached blocks handed back and a pad of the judge's (secret)
+        size held, then the cache flush's buffer and one untimed call, so that the buffer and the call's output,
+        workspace and temporaries land elsewhere than last round (a cuDNN kernel ran 6% slower in some places than in
+        others on the H200, a 2 us ReLU 14-17%: docs/decisions/process-offset.md). A captured graph, whose pool holds
+        its call's memory, is captured again, its inputs moved first (other calls' inputs move every round:
+        op_refresh_timing_inputs)."""
         if self.device.type != "cuda":
             return channel.ok({})
         graphed = self.timer.method == "cuda_graph"
