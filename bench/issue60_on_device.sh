@@ -1,7 +1,7 @@
 #!/bin/bash
 # Issue 60's GPU checks, one PART per call of a lent machine (each fits its 10 minutes; carry .corpus, and for `ab`
 # the older tree too):
-#   bash bench/issue60_on_device.sh COMMIT diag|role|noisy|flush|launch|head|v0|convt|ab [SECONDS]
+#   bash bench/issue60_on_device.sh COMMIT diag|role|noisy|flush|launch|head|v0|v0check|convt|ab [SECONDS]
 #   diag   KernelBench v0's level2 61_, 29_ and level1 100_ against themselves, and eight of its microsecond level1
 #          problems (on a second GPU where there is one): each pair's
 #          ratios split by the side that opened the round (round_order): do they lean by the order? Then
@@ -11,6 +11,9 @@
 #   head   today's KernelBench levels 1-3 A/A on every GPU of the machine, resumed from bench/results/
 #          kernelbench-aa-h200-levels123-COMMIT-results.jsonl (copy each call's records there before the next)
 #   v0     the same for KernelBench v0 (6500bbc): kernelbench-v0-aa-h200-levels123-COMMIT
+#   v0check  the first share of that same record: v0's level2 and level1 19-32 (where session 57's last changes
+#          should show: level2's ~0.1 ms forwards sorted by GPU time, the microsecond pairs), so that a failed check
+#          costs one call, and a passed one is part of the record (`v0` then resumes it)
 #   noisy  19 of the 20 v0 pairs that were no ties at 083eb4a (all but 41_GRUBirectional, 150 ms a call), on every GPU at once as in
 #          the sweep: does keeping the timing CPUs free bring their spread down under a loaded host?
 #   flush  bench/flush_placement_probe.py: does a microsecond call's per-process offset follow where the flush buffer
@@ -69,6 +72,8 @@ role)
     cat "$OUT"/role-*.txt ;;
 head) KB=$head bash bench/resume_on_device.sh "kernelbench-aa-h200-levels123-$commit" "$seconds" --levels 1,2,3 -- --devices all ;;
 v0) KB=$v0 bash bench/resume_on_device.sh "kernelbench-v0-aa-h200-levels123-$commit" "$seconds" --levels 1,2,3 -- --devices all ;;
+v0check) KB=$v0 bash bench/resume_on_device.sh "kernelbench-v0-aa-h200-levels123-$commit" "$seconds" \
+        --problems level2/ $(for i in $(seq 19 32); do printf "level1/%s_ " "$i"; done) -- --devices all ;;
 noisy)
     rm -rf .noisy
     timeout "$seconds" python3 bench/kernelbench_aa.py "$v0" --out .noisy --problems level1/19_ level1/21_ level1/22_ \
@@ -89,5 +94,5 @@ ab)
              | sed 's/\.py$//' | sed 's/\([0-9]*_\).*/\1/')
     CUDA_VISIBLE_DEVICES=0 KB=$head timeout "$seconds" bash bench/commit_ab.sh .ab-25bfc02,. $sample \
         level1/58_ level1/68_ level1/70_ level2/61_ ;;
-*) echo "PART is diag, role, noisy, flush, launch, head, v0, convt or ab"; exit 2 ;;
+*) echo "PART is diag, role, noisy, flush, launch, head, v0, v0check, convt or ab"; exit 2 ;;
 esac
