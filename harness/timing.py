@@ -146,7 +146,8 @@ class Timer:
             return self.method
         self.method, self.batch, self.graphs = "cuda_event", 1, None  # a second prepare starts afresh
         single, single_wall = medians(self.window(self.once) for _ in range(3))
-        if self.lead_us:  # (the wall time stays the plain windows': a long spin would fill it)
+        if self.lead_us and SHORT_CALL_MS <= single < SHORT_CALL_MS + SORTING_LEAD_US / 1000:
+            # (only where it can change the sort; the wall time stays the plain windows': a long spin would fill it)
             single = min(single, medians(self.window(self.once, lead_us=SORTING_LEAD_US) for _ in range(3))[0])
         flush, flush_wall = medians(self.window(self.flush) for _ in range(3)) if self.cold_cache else (0.0, 0.0)
         # A stateful model's calls each start from its restored state, outside the window: one call a window.

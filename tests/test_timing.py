@@ -82,6 +82,11 @@ def test_a_call_is_sorted_short_by_its_gpu_time_behind_a_long_spin(monkeypatch):
     assert leads.count(timing.SORTING_LEAD_US) == 3
     timer.lead_us = 0.0
     assert timer.prepare(lambda: None, warmup=0, allow_graph=False) == "cuda_event"
+    leads.clear()
+    timer.lead_us = 100.0
+    monkeypatch.setattr(timer, "window", lambda body, then=None, lead_us=None: leads.append(lead_us) or (50.0, 50.0))
+    assert timer.prepare(lambda: None, warmup=0, allow_graph=False) == "cuda_event"
+    assert timing.SORTING_LEAD_US not in leads  # 50 ms: no spin could make it short, so none is spent on it
 
 
 def test_a_graph_replay_right_only_on_the_capture_inputs_is_refused():
