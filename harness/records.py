@@ -142,9 +142,9 @@ class Result:
     stateful: Optional[bool] = column("true when the problem's forward changes module state that its next output "
                                       "depends on (KernelBench v0's VanillaRNN): both sides were judged in lockstep "
                                       "(README: How a pair is judged)", None)
-    blocks: Optional[list] = column("a claim near 1.0 confirmed on fresh workers: each block's speedup, CI, medians and "
-                                    "rounds (the first block is the pair's own); the reported CI spans every block's "
-                                    "(README: Timing)", None)
+    blocks: Optional[list] = column("a result near 1.0 that is no tie, confirmed on fresh workers: each block's "
+                                    "speedup, CI, medians and rounds (the first block is the pair's own); the reported "
+                                    "CI spans every block's (README: Timing)", None)
     problem_findings: list = column("what makes the problem degenerate (the lint's findings)", factory=list)
     notes: list = column("how the pair was judged where that differs from the usual (a random reference, wide inputs "
                          "the reference rejected, ...)", factory=list)
