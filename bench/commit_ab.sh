@@ -5,18 +5,29 @@
 #       | tar -x -C .ab-e09                                     (here, then carry .ab-* and .corpus)
 #   KB=.corpus/kb-head/KernelBench bash bench/commit_ab.sh .ab-e09,.ab-c71,. level1/19_ level1/21_ ...
 # (`.` is this tree.) Leaves $OUT/commitab.tgz (each run's results.jsonl and log) and prints, per tree, the pairs'
-# wall and phase seconds.
+# wall and phase seconds. With AB_GPUS="0 1" (one GPU a tree) the trees of a repetition run side by side, each on a
+# GPU of its own, and swap GPUs in the second repetition, so that neither tree keeps the faster GPU.
 IFS=, read -r -a trees <<< "${1:?TREES (comma-separated folders; . is this tree)}"; shift
 kb=$(cd "${KB:-.kernelbench/KernelBench}" && pwd)
 export PYTHONUNBUFFERED=1
 work=$(pwd)/.commitab; rm -rf "$work"; mkdir -p "$work"
+read -r -a gpus <<< "${AB_GPUS:-}"
+judge_tree() {  # TREE REP [GPU]
+    local name; name=$(basename "$(cd "$1" && pwd)"); name=${name#.}  # no hidden folders: the tarball globs them
+    (cd "$1" && env ${3:+CUDA_VISIBLE_DEVICES=$3} timeout 600 python3 bench/kernelbench_aa.py "$kb" \
+        --out "$work/$name-$2" --problems "${problems[@]}") > "$work/$name-$2.log" 2>&1
+    echo "$name $2${3:+ (GPU $3)}: exit $? $(wc -l < "$work/$name-$2/run/results.jsonl" 2>/dev/null) pairs"
+}
+problems=("$@")
 for rep in 1 2; do
-    for tree in "${trees[@]}"; do
-        name=$(basename "$(cd "$tree" && pwd)"); name=${name#.}  # no hidden folders: the tarball globs them
-        (cd "$tree" && timeout 600 python3 bench/kernelbench_aa.py "$kb" --out "$work/$name-$rep" --problems "$@") \
-            > "$work/$name-$rep.log" 2>&1
-        echo "$name $rep: exit $? $(wc -l < "$work/$name-$rep/run/results.jsonl" 2>/dev/null) pairs"
+    for i in "${!trees[@]}"; do
+        if [ ${#gpus[@]} -ge ${#trees[@]} ]; then
+            judge_tree "${trees[i]}" "$rep" "${gpus[(i + rep) % ${#gpus[@]}]}" &
+        else
+            judge_tree "${trees[i]}" "$rep"
+        fi
     done
+    wait
 done
 python3 - "$work" "${trees[@]}" <<'PY'
 import json, sys

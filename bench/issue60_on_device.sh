@@ -1,7 +1,7 @@
 #!/bin/bash
 # Issue 60's GPU checks, one PART per call of a lent machine (each fits its 10 minutes; carry .corpus, and for `ab`
 # the older tree too):
-#   bash bench/issue60_on_device.sh COMMIT diag|role|noisy|flush|launch|head|v0|v0check|convt|ab [SECONDS]
+#   bash bench/issue60_on_device.sh COMMIT diag|role|noisy|flush|launch|head|v0|v0check|convt|convtab|ab [SECONDS]
 #   diag   KernelBench v0's level2 61_, 29_ and level1 100_ against themselves, and eight of its microsecond level1
 #          problems (on a second GPU where there is one): each pair's
 #          ratios split by the side that opened the round (round_order): do they lean by the order? Then
@@ -22,6 +22,8 @@
 #          tunables, passive OpenMP threads): is that why a worker launches a graph in 120 us, a process of its own in
 #          7-24 us (session 56)?
 #   convt  bench/convt3d_on_device.sh: the eight ConvTranspose3d problems, 5 runs each, fresh workers every run
+#   convtab  `convt` on GPUs 2 and 3 beside `ab` on GPUs 0 and 1 (each tree on a GPU of its own, swapped in the second
+#          repetition): both in one call of a 4-GPU machine
 #   ab     sweep wall time against 25bfc02 on one GPU (bench/commit_ab.sh; made here first by
 #          `mkdir -p .ab-25bfc02 && git archive 25bfc02 harness configs run.py bench/kernelbench_aa.py
 #          bench/aa_coverage.py | tar -x -C .ab-25bfc02`, carried): every 25th problem of levels 1-3 and the
@@ -89,10 +91,18 @@ launch)
         CUDA_VISIBLE_DEVICES=0 timeout 90 python3 bench/window_noise_probe.py --samples 100 > "$OUT/launch-harness-env.txt" 2>&1
     cat "$OUT"/launch-*.txt ;;
 convt) KB=$head timeout "$seconds" bash bench/convt3d_on_device.sh "convt3d-aa-h200-$commit" 5 ;;
-ab)
+ab|convtab)
     sample=$(cd "$head" && ls level1/*.py level2/*.py level3/*.py | sort -t/ -k2 -n | awk 'NR % 25 == 1' \
              | sed 's/\.py$//' | sed 's/\([0-9]*_\).*/\1/')
-    CUDA_VISIBLE_DEVICES=0 KB=$head timeout "$seconds" bash bench/commit_ab.sh .ab-25bfc02,. $sample \
-        level1/58_ level1/68_ level1/70_ level2/61_ ;;
-*) echo "PART is diag, role, noisy, flush, launch, head, v0, v0check, convt or ab"; exit 2 ;;
+    if [ "$part" = convtab ]; then
+        (CUDA_VISIBLE_DEVICES=2,3 KB=$head timeout "$seconds" bash bench/convt3d_on_device.sh "convt3d-aa-h200-$commit" 5 \
+            > "$OUT/convt.out" 2>&1) &
+        export AB_GPUS="0 1"
+    else
+        export CUDA_VISIBLE_DEVICES=0
+    fi
+    KB=$head timeout "$seconds" bash bench/commit_ab.sh .ab-25bfc02,. $sample level1/58_ level1/68_ level1/70_ level2/61_
+    wait
+    [ "$part" = convtab ] && cat "$OUT/convt.out" ;;
+*) echo "PART is diag, role, noisy, flush, launch, head, v0, v0check, convt, convtab or ab"; exit 2 ;;
 esac
