@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from flush_placement_probe import spread_pct  # noqa: E402  (the same (max - min) / median)
 
 KINDS = ("write", "read", "hot")
 
@@ -56,11 +57,6 @@ def one_process(kind: str, placements: int, samples: int, size: tuple) -> dict:
         timer.recapture()
         out["moved"].append(median_us())
     return out
-
-
-def spread_pct(values: list) -> float:
-    """(max - min) / median, in percent."""
-    return 100 * (max(values) - min(values)) / statistics.median(values)
 
 
 def run_kind(kind: str, gpu: str, args) -> list:

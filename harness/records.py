@@ -52,7 +52,8 @@ class Result:
     speedup_ci_low: Optional[float] = column("95% confidence interval of the speedup (a sign test over pairs of rounds, "
                                              "widened by the harness's resolution: timing_resolution_pct, "
                                              "batched_resolution_pct or cpu_resolution_pct, at least "
-                                             "host_bound_resolution_pct for a pair bound by the host), low end", None,
+                                             "host_bound_resolution_pct for a pair bound by the host and a GPU model's "
+                                             "gpu_resolution_pct), low end", None,
                                              shown_in=CSV)
     speedup_ci_high: Optional[float] = column("the same interval's high end", None, shown_in=CSV)
     resolution_pct: Optional[float] = column("the harness's resolution the CI was widened by on each side, percent "

@@ -14,6 +14,7 @@ import fcntl
 import os
 import signal
 import traceback
+from typing import Callable
 
 from harness import timing  # first: binds the timers before any candidate code can patch them
 from harness import channel, handover, semantics
@@ -275,22 +276,13 @@ class Worker:
             self.pad = torch.empty(min(int(pad_bytes), free // 4), dtype=torch.uint8, device=self.device)
         except (torch.cuda.OutOfMemoryError, ValueError, TypeError):
             self.pad = None  # the harness's own: a pad that does not fit is left out, never the candidate's failure
-        self.place_flush_buffer()
+        self.beside_the_pad(self.timer.place_flush_buffer)
         try:
-            self.placed_call(graphed)
+            self.beside_the_pad(self.timer.recapture if graphed else self.timer.once)
+            self.timer.sync()
         except BaseException as exc:
             return channel.failed("runtime_error", "forward raised " + describe(exc))
         return channel.ok({})
-
-    def place_flush_buffer(self) -> None:
-        """The timer's flush buffer anew, beside the pad; without the pad where both do not fit (the harness's own)."""
-        try:
-            self.timer.place_flush_buffer()
-        except torch.cuda.OutOfMemoryError:
-            self.own_ooms += 1
-            self.pad = None
-            torch.cuda.empty_cache()
-            self.timer.place_flush_buffer()
 
     def move_graph_inputs(self) -> None:
         """The timing inputs, contents kept, at new offsets of their buffers (through copies: a move within a buffer
@@ -302,18 +294,19 @@ class Worker:
             return
         self.timing_inputs = self.moving_inputs.refill(current, move=True)
 
-    def placed_call(self, graphed: bool) -> None:
-        """op_replace's untimed call (a graph's capture), whose allocations land beside the pad; an out-of-memory with
-        the pad held is the pad's doing, never the candidate's: once more without it."""
+    def beside_the_pad(self, make: Callable[[], object]) -> None:
+        """make() (an allocation of op_replace's: the flush buffer, the untimed call or a graph's capture) with the pad
+        held; an out-of-memory with the pad held is the pad's doing, the harness's own, never the candidate's: once
+        more without it."""
         try:
-            self.timer.recapture() if graphed else self.timer.once()
+            make()
         except torch.cuda.OutOfMemoryError:
             if self.pad is None:
                 raise
+            self.own_ooms += 1
             self.pad = None
             torch.cuda.empty_cache()
-            self.timer.recapture() if graphed else self.timer.once()
-        self.timer.sync()
+            make()
 
     def op_last_timed_output(self, window: int = -1):
         """What the last timed call returned, for the judge to check; a graph's as calls window `window` of the last
