@@ -2,7 +2,7 @@
 """Entry point: python run.py --problem sigmoid (see --help)."""
 import sys
 
-from harness.cli import main
+from harness.runner.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -13,7 +13,7 @@ serve loop before the fix: a request's arguments, and the CUDA IPC mappings in t
 noclocks (no NVML clock sample after each reference window).
 
 Found on the H100 (results/gpu-acceptance/issue15/bimodal/): the first window after a round's input refresh was
-the slow one; letting go of the refresh's mappings inside that request (harness/worker.py serve) ended it.
+the slow one; letting go of the refresh's mappings inside that request (harness/worker/worker.py serve) ended it.
 Writes DIR/<variant>/ (the run) and DIR/bimodal-timing.jsonl (one line per variant: slow share per side and by
 order in the round) and prints a table.
 """
@@ -36,7 +36,9 @@ import json, os, time
 variant = os.environ.get("BIMODAL_VARIANT", "")
 log_path = os.environ.get("BIMODAL_LOG")
 if variant and log_path:
-    from harness import sandbox, handover, confine, worker, judge_timing, channel
+    from harness.judge import sandbox, timing as judge_timing
+    from harness.common import handover, confine, channel
+    from harness.worker import worker
     with open(log_path, "a") as f:
         f.write(json.dumps({"pid": os.getpid(), "op": "patched", "variant": variant}) + "\n")
 

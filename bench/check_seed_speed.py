@@ -9,8 +9,8 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from harness import discover  # noqa: E402
-from harness.load import load_module  # noqa: E402
+from harness.common import discover
+from harness.common.load import load_module  # noqa: E402
 from cuda_clock import median_ms  # noqa: E402  (bench/ is the script's folder)
 
 

@@ -1,5 +1,5 @@
 """What one correctness trial's steps cost on a GPU at KernelBench's elementwise size (4096 x 393216 float32, 6 GiB a
-tensor): the checks (harness.check), a draw, and the round trip of handing cached blocks back and allocating again.
+tensor): the checks (harness.common.check), a draw, and the round trip of handing cached blocks back and allocating again.
     python3 bench/correctness_cost.py [--elems N]
 Prints milliseconds per step (median of 3)."""
 import argparse
@@ -12,7 +12,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness import check
+from harness.common import check
 
 
 def timed(step, repeats: int = 3) -> float:

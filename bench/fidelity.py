@@ -44,7 +44,7 @@ def profiler_kernel_us(numel: int) -> float:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from harness.timing import Timer
+    from harness.worker.timing import Timer
 
     x = torch.rand(numel, device="cuda")
     timer = Timer(torch.device("cuda"), cold_cache=True)

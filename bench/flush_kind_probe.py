@@ -5,7 +5,7 @@
 may hang on where the buffer and the inputs lie (moving either moved a 2 us ReLU by 2-17% in one process, session 57).
 A flush that reads the buffer (`read`) leaves clean lines behind; `hot` times with no flush at all, for scale.
 
-For each kind, `--processes` fresh processes each time a ReLU of KernelBench v0's size with harness.timing.Timer as a
+For each kind, `--processes` fresh processes each time a ReLU of KernelBench v0's size with harness.worker.timing.Timer as a
 worker does (median of `--samples` samples), then move its flush buffer and input behind a pad of random size
 `--placements` times. Per kind: the spread of the processes' first medians (the process offset) and of the medians
 within a process (placement), and the median per call (a read flush that evicts should cost the call what the write
@@ -34,7 +34,7 @@ def one_process(kind: str, placements: int, samples: int, size: tuple) -> dict:
     """This process's medians (us per call) with a flush of `kind`: {"first": m, "moved": [m per placement]}."""
     import torch
 
-    from harness import timing
+    from harness.worker import timing
 
     device = torch.device("cuda:0")
     rng = random.Random()

@@ -5,7 +5,7 @@ samples spread by 1-2%. A sample is (calls window - flushes window) / batch with
 small process-bound change in what a flush evicts, or costs, moves the call's time a lot. Suspects: where the flush
 buffer lies (allocated once a process), where the inputs lie (fixed while a graph times them), neither (the process).
 
-One process times a ReLU of KernelBench v0's size (16 x 16384) with harness.timing.Timer as a worker does, then
+One process times a ReLU of KernelBench v0's size (16 x 16384) with harness.worker.timing.Timer as a worker does, then
 re-places one thing at a time behind a pad of random size and captures the graphs again: `recapture` (nothing moved),
 `flush` (a new flush buffer), `inputs` (a new input tensor). Per variant and placement: the median per call of
 `--samples` samples. With `--processes N`, N fresh processes each do so; the spread of the processes' first medians is
@@ -30,7 +30,7 @@ def one_process(placements: int, samples: int, size: tuple) -> dict:
     """This process's medians (us per call): {"first": m, variant: [m per placement]}."""
     import torch
 
-    from harness import timing
+    from harness.worker import timing
 
     device = torch.device("cuda:0")
     rng = random.Random()

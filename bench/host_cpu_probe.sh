@@ -1,7 +1,7 @@
 #!/bin/bash
 # Does the CPU that a GPU pair's workers share move launch-bound A/A pairs? On a lent GPU machine:
 #   bench/host_cpu_probe.sh NAME VARIANT...   VARIANT: CPUS or CPUS/unpinned; CPUS a list for taskset (the run's CPUs:
-#                                             the workers take the second, harness.procs.cpu_for_gpu) or "all";
+#                                             the workers take the second, harness.common.procs.cpu_for_gpu) or "all";
 #                                             /unpinned: workers_share_cpu false (each worker where the kernel puts it)
 # Prints the machine's CPU topology and which CPUs take the GPU's interrupts, then runs six launch-bound level3
 # problems against themselves (bench/kernelbench_aa.py) once per variant; results in $OUT/NAME.tgz, log $OUT/NAME.log.

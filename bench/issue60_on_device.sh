@@ -88,7 +88,7 @@ flush) CUDA_VISIBLE_DEVICES=0 timeout "$seconds" python3 bench/flush_placement_p
         | tee "$OUT/flush-placement-$commit.txt" ;;
 launch)
     CUDA_VISIBLE_DEVICES=0 timeout 90 python3 bench/window_noise_probe.py --samples 100 > "$OUT/launch-plain.txt" 2>&1
-    env $(python3 -c 'from harness.judge_processes import judge_env; print(" ".join(f"{k}={v}" for k, v in judge_env("cuda").items() if k in ("OMP_WAIT_POLICY", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES")))') \
+    env $(python3 -c 'from harness.runner.judges import judge_env; print(" ".join(f"{k}={v}" for k, v in judge_env("cuda").items() if k in ("OMP_WAIT_POLICY", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES")))') \
         CUDA_VISIBLE_DEVICES=0 timeout 90 python3 bench/window_noise_probe.py --samples 100 > "$OUT/launch-harness-env.txt" 2>&1
     cat "$OUT"/launch-*.txt ;;
 convt) KB=$head timeout "$seconds" bash bench/convt3d_on_device.sh "convt3d-aa-h200-$commit" 5 ;;

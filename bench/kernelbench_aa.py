@@ -59,7 +59,7 @@ def estimate_us(problem: Path, overrides: dict):
     """A reference call's estimated microseconds on an H100 at these sizes (None: it does not run on meta)."""
     import torch
     from torch.utils.flop_counter import FlopCounterMode
-    from harness.load import load_module
+    from harness.common.load import load_module
 
     try:
         module = load_module(problem.read_text(), problem, "small_sizes_probe", overrides)
@@ -81,7 +81,7 @@ def size_constants(problem: Path) -> dict:
     """The module's top-level size constants, as its code computes them (`N = 2048 * 2` too): ints and
     tuples of ints, but for names and values that are axes, kernel sizes, strides..."""
     import ast
-    from harness.load import load_module
+    from harness.common.load import load_module
 
     module = load_module(problem.read_text(), problem, "small_sizes_probe")
     names = [node.targets[0].id for node in ast.parse(problem.read_text()).body
@@ -122,7 +122,7 @@ def measured_us(problem: Path, overrides: dict):
 def reference_call_times_us(problem: Path, overrides: dict) -> list:
     """MEASURE_CALLS calls of the problem's reference on the GPU after MEASURE_WARMUP, each by CUDA events (us)."""
     import torch
-    from harness.load import load_module
+    from harness.common.load import load_module
 
     module = load_module(problem.read_text(), problem, "small_sizes_probe", overrides)
     torch.manual_seed(0)

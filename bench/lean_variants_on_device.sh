@@ -21,20 +21,20 @@ for v in ${*:-control emptied nopoison unconfined refcalls nochecks}; do
 import sys
 from pathlib import Path
 edits = {"control": [],
-         "nopoison": [("harness/judge.py", "poison_sizes=sizes,", "poison_sizes=[],"),
-                      ("harness/judge.py", "poison_sizes=poison_sizes(ref_out), seed=seed))", "poison_sizes=[], seed=seed))")],
-         "poisonlater": [("harness/worker.py", "self.own_ooms += poison_free_memory(self.device, poison_sizes)",
+         "nopoison": [("harness/judge/judge.py", "poison_sizes=sizes,", "poison_sizes=[],"),
+                      ("harness/judge/judge.py", "poison_sizes=poison_sizes(ref_out), seed=seed))", "poison_sizes=[], seed=seed))")],
+         "poisonlater": [("harness/worker/worker.py", "self.own_ooms += poison_free_memory(self.device, poison_sizes)",
                           "self.own_ooms += poison_free_memory(self.device, poison_sizes if hasattr(self, 'ran') else [])"
                           "; self.ran = True")],
-         "poisonfirst": [("harness/worker.py", "self.own_ooms += poison_free_memory(self.device, poison_sizes)",
+         "poisonfirst": [("harness/worker/worker.py", "self.own_ooms += poison_free_memory(self.device, poison_sizes)",
                           "self.own_ooms += poison_free_memory(self.device, [] if hasattr(self, 'ran') else poison_sizes)"
                           "; self.ran = True")],
-         "poisonreleased": [("harness/worker.py", "        del blocks\n", "        del blocks\n        torch.cuda.empty_cache()\n")],
-         "poisonsmall": [("harness/worker.py", "        blocks = []\n", "        blocks = []\n        nbytes = max(nbytes, 1 << 20)\n")],
-         "unconfined": [("harness/judge.py", "confined=side == 0)", "confined=False)")],
-         "refcalls": [("harness/judge.py", "self.reference_worker_called = True", "pass")],
-         "nochecks": [("harness/judge_timing.py", 'with self.phase("timing.checks"):', "if False:")],
-         "emptied": [("harness/judge_timing_setup.py", 'with self.phase("timing_setup.prepare"):',
+         "poisonreleased": [("harness/worker/worker.py", "        del blocks\n", "        del blocks\n        torch.cuda.empty_cache()\n")],
+         "poisonsmall": [("harness/worker/worker.py", "        blocks = []\n", "        blocks = []\n        nbytes = max(nbytes, 1 << 20)\n")],
+         "unconfined": [("harness/judge/judge.py", "confined=side == 0)", "confined=False)")],
+         "refcalls": [("harness/judge/judge.py", "self.reference_worker_called = True", "pass")],
+         "nochecks": [("harness/judge/timing.py", 'with self.phase("timing.checks"):', "if False:")],
+         "emptied": [("harness/judge/timing_setup.py", 'with self.phase("timing_setup.prepare"):',
                       'self.sandbox.request("release_memory", self.cfg.timeout, workspaces=True)\n        '
                       'self.ref_sandbox.request("release_memory", self.cfg.timeout, workspaces=True)\n        '
                       'with self.phase("timing_setup.prepare"):')]}

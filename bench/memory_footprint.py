@@ -109,8 +109,8 @@ def peak_blocks(snapshot_path: Path) -> dict:
 
 def problem_bytes(record: dict, overrides: dict) -> int:
     """Inputs + output of the record's problem (meta device), 0 when it cannot be sized."""
-    from harness import problem_info
-    from harness.load import load_module
+    from harness.common import problem_info
+    from harness.common.load import load_module
 
     path = record.get("problem_path")
     try:
@@ -122,7 +122,7 @@ def problem_bytes(record: dict, overrides: dict) -> int:
 
 def overrides_of(args: list) -> dict:
     """The run's --set overrides."""
-    from harness.discover import parse_set
+    from harness.common.discover import parse_set
 
     return parse_set([args[i + 1] for i, a in enumerate(args[:-1]) if a == "--set"])
 
@@ -172,8 +172,9 @@ def main() -> None:
         # One pair: the GPU's used memory at its most, less the candidate's own (its worker's peak beyond its copy of
         # the inputs): the whole harness, judges started ahead and every process's CUDA context included.
         record = json.loads(results.read_text().splitlines()[0])
-        from harness import footprint, problem_info
-        from harness.load import load_module
+        from harness.judge import footprint
+        from harness.common import problem_info
+        from harness.common.load import load_module
         size = problem_info.sizes(load_module(Path(record["problem_path"]).read_text(), record["problem_path"],
                                               "problem_module", overrides))
         own = pairs[0]["peak_mem_mb"]["worker"] - footprint.candidate_share(size) / 2**20

@@ -15,8 +15,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness import footprint, problem_info  # noqa: E402
-from harness.load import load_module  # noqa: E402
+from harness.judge import footprint
+from harness.common import problem_info
+from harness.common.load import load_module  # noqa: E402
 
 
 def main() -> None:

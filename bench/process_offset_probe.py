@@ -33,7 +33,7 @@ def load(path: str):
 
 
 def timed(torch, model, inputs, calls: int, flush) -> float:
-    """Median ms of `calls` calls, each after an L2 flush and a 100 us spin (as harness.timing times one call)."""
+    """Median ms of `calls` calls, each after an L2 flush and a 100 us spin (as harness.worker.timing times one call)."""
     times = []
     with torch.no_grad():
         for _ in range(calls):

@@ -10,7 +10,7 @@ export PYTHONUNBUFFERED=1
 nvidia-smi -L
 # harness/'s hash as the records' `harness` reads it where .git lags or is absent (sha:...; a shell glob's order would
 # follow the locale).
-echo "harness sha:$(python3 -c 'from harness.environment import harness_sha; print(harness_sha())')"
+echo "harness sha:$(python3 -c 'from harness.runner.environment import harness_sha; print(harness_sha())')"
 case $part in
     a) files="tests/adversarial/test_adversarial_gpu.py tests/adversarial/test_isolation_gpu.py
               tests/test_footprint.py tests/test_gpu_probe.py tests/test_worker.py" ;;

@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # harness.discover's sha256_text, imported where needed (it brings no torch)
+sys.path.insert(0, str(ROOT))  # harness.common.discover's sha256_text, imported where needed (it brings no torch)
 CORPUS = ROOT / ".corpus" / "realgen"
 KB_SOURCE = ROOT / ".corpus" / "kernelbench"
 EXPLANATIONS = ROOT / "bench" / "realgen" / "explanations.csv"
@@ -99,8 +99,8 @@ def forget_records(results: Path, again: set) -> None:
 
 
 def harness_version() -> str:
-    """The harness's version as its records name it (harness.environment.harness_version)."""
-    from harness.environment import harness_version as version
+    """The harness's version as its records name it (harness.runner.environment.harness_version)."""
+    from harness.runner.environment import harness_version as version
 
     return version()
 
@@ -175,7 +175,7 @@ def matching(records: list[dict], rows: list[dict], kernelbench_record: bool = F
 def candidate_sha(path: Path, source: str | None = None) -> str:
     """The candidate source's sha256 (`source`: its text, already read), as the harness's resume key takes it (for .py
     candidates: the whole corpus)."""
-    from harness.discover import sha256_text
+    from harness.common.discover import sha256_text
 
     return sha256_text(path.read_text() if source is None else source)
 
@@ -273,7 +273,7 @@ def load_kernelbench():
 
 def harness_build_dir(source: str):
     """The harness's build folder for this candidate source (builds.source_folder), if it built one."""
-    from harness.discover import sha256_text
+    from harness.common.discover import sha256_text
 
     found = sorted((ROOT / ".cache" / "builds").glob(f"*/{sha256_text(source)[:16]}"))
     return str(found[0]) if found else None
@@ -332,7 +332,7 @@ ACCUSATIONS = frozenset({"timer_tampering"})
 @functools.lru_cache(maxsize=1)
 def rounding_ratio() -> float:
     """configs/default.yaml's reduced_precision_ratio: where the harness's own reduced_precision flag begins."""
-    from harness.config import load_defaults
+    from harness.common.config import load_defaults
 
     return float(load_defaults()["reduced_precision_ratio"])
 

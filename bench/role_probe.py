@@ -7,7 +7,7 @@ the reference's timing worker one call; the reference's worker starts, and sets 
 Two worker processes live side by side, as the harness's do, each with the problem's Model (seed 42) and its own
 copy of the inputs. Before timing, one of them (`--trials` calls on fresh inputs, a quarter at 100x scale) may run
 trials; then each empties its cache, copies its timing inputs, warms up, and answers `time` requests: a cold-cache,
-event-timed call after a 100 us spin, as harness.timing times one (median of `--windows`). The parent alternates
+event-timed call after a 100 us spin, as harness.worker.timing times one (median of `--windows`). The parent alternates
 the two, every pair of rounds opened once by each. Per layout (which process starts first, which ran the trials): the
 speedup of the second over the first (first's time / second's, as the harness's reference is the first and its
 candidate the second), from the median of paired rounds' log ratios; each layout `--repeats` times, fresh processes.

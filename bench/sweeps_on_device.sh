@@ -8,7 +8,7 @@
 # is passed over; one that starts with under 45 s left does not start. Everything comes back in
 # $OUT/sweeps.tgz, with each sweep's log and records (bench/resume_on_device.sh's files).
 # The sweeps measure COMMIT's harness/, configs/ and run.py: where the tree's differ, this copy's are checked out at
-# COMMIT for the sweeps and put back at the end, and the records say sha:<hash of harness/*.py> (harness/environment.py).
+# COMMIT for the sweeps and put back at the end, and the records say sha:<hash of harness/*.py> (harness/runner/environment.py).
 # Where this copy's git lacks COMMIT, they come from .at-COMMIT, carried (made here by
 # `mkdir -p .at-COMMIT && git archive COMMIT harness configs run.py | tar -x -C .at-COMMIT`; .git/info/exclude it).
 card=${1:?CARD}; commit=${2:?COMMIT}; seconds=${3:?SECONDS}; shift 3

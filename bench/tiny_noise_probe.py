@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Where does a graph-timed microsecond call's sample-to-sample spread come from (issue 60: KernelBench v0's 2-5 us
 elementwise A/A pairs spread by 16-23% a sample, their speedups 0.94-1.06 after 200 rounds)? One process times a
-ReLU of KernelBench v0's size (16 x 16384) with harness.timing.Timer as the harness does (a graph's windows count no
+ReLU of KernelBench v0's size (16 x 16384) with harness.worker.timing.Timer as the harness does (a graph's windows count no
 synchronize tail) and with each window's tail counted, in the batch it chose and 4x and 16x larger; each variant
 `--samples` samples, a pause between. Per variant: the median per call and its spread (1.4826 MAD, in us and %).
 (Session 55 ran an earlier form of it, with allowances for the tail: results/gpu-acceptance/s55/.)
@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from harness import timing  # noqa: E402
+from harness.worker import timing
 
 
 def spread(values: list) -> float:

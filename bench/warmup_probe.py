@@ -2,7 +2,7 @@
 
     python bench/warmup_probe.py [--starts 3] > log
 
-One process probes the GPU back to back (harness.gpu_probe) and logs each probe that saw another context; fresh
+One process probes the GPU back to back (harness.judge.gpu_probe) and logs each probe that saw another context; fresh
 processes meanwhile go through a judge's start-up steps one by one (import torch, CUDA context, the profiler's
 first use), each step's start and end logged on the same clock (time.time)."""
 import argparse
@@ -44,7 +44,7 @@ def main() -> None:
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     import torch
-    from harness.gpu_probe import GpuProbe
+    from harness.judge.gpu_probe import GpuProbe
 
     probe = GpuProbe(torch.device("cuda:0"), 3.0)
     for start in range(args.starts):

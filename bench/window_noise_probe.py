@@ -29,12 +29,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from harness import timing  # noqa: E402
+from harness.worker import timing
 from tiny_noise_probe import spread  # noqa: E402  (1.4826 MAD, as that probe gives it)
 
 
 class RecordingTimer(timing.Timer):
-    """harness.timing.Timer whose windows also note (GPU ms, host launch us)."""
+    """harness.worker.timing.Timer whose windows also note (GPU ms, host launch us)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

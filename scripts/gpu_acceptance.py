@@ -42,7 +42,7 @@ WORK = Path(os.environ.get("ACCEPTANCE_WORK", Path(tempfile.gettempdir()) / "gpu
 
 def provenance() -> dict:
     """Which harness, device and torch ran the part."""
-    from harness import environment
+    from harness.runner import environment
 
     env = environment.probe_environment()
     return {"commit": os.environ.get("HARNESS_COMMIT") or environment.harness_version(), "gpus": env["gpus"],
@@ -79,7 +79,7 @@ def pair_rows(run_dir: Path) -> list[dict]:
 def part_readme(out: Path) -> dict:
     """The README's commands, typed exactly, then the last one with --device cuda:0: which run folder each made and
     its verdicts; the no-flag four-problem run compared with the explicit-device run and the committed H100 board."""
-    from harness import cli, gate
+    from harness.runner import cli, gate
 
     python = shutil.which("python") or sys.executable
     commands, folders = [], []

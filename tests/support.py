@@ -13,7 +13,7 @@ GOLDEN = FIXTURES / "reports"  # results.jsonl of a made-up run, and the boards 
 
 def golden_results() -> list:
     """The golden run's Results."""
-    from harness.records import Result
+    from harness.common.records import Result
 
     return [Result.from_dict(json.loads(line)) for line in (GOLDEN / "results.jsonl").read_text().splitlines()]
 

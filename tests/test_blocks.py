@@ -1,10 +1,11 @@
-"""harness/blocks.py: a claim near 1.0 is confirmed on fresh workers; the reported CI spans every block's."""
+"""harness/runner/blocks.py: a claim near 1.0 is confirmed on fresh workers; the reported CI spans every block's."""
 import random
 
-from harness import blocks, stats
-from harness.config import build_config
-from harness.records import Result
-from harness.verdict import Status
+from harness.runner import blocks
+from harness.common import stats
+from harness.common.config import build_config
+from harness.common.records import Result
+from harness.common.verdict import Status
 
 CFG = build_config()
 
@@ -113,7 +114,7 @@ def test_a_process_offset_claimed_by_one_worker_is_withdrawn_on_fresh_workers(tm
 
 
 def test_a_confirmation_block_checks_its_fresh_workers_with_one_trial_and_half_the_rounds():
-    from harness.judge import confirmation_config
+    from harness.judge.judge import confirmation_config
 
     cfg = confirmation_config(CFG)
     assert (cfg.trials, cfg.wide_trials, cfg.min_rounds) == (1, 0, CFG.min_rounds)

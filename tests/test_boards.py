@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from support import GOLDEN, ROOT, golden_results
-from harness import boards
+from harness.runner import boards
 
 
 def test_leaderboard_ranks_correct_candidates_per_problem():
@@ -63,7 +63,7 @@ def test_files_match_the_golden_ones_and_plots_are_deterministic(tmp_path):
 def test_the_docs_tables_of_columns_are_made_from_the_declarations():
     """docs/leaderboard.md holds both tables as the code makes them; every leaderboard column is a Result field or one
     the board derives (BOARD_ONLY)."""
-    from harness import records
+    from harness.common import records
 
     docs = (ROOT / "docs" / "leaderboard.md").read_text()
     assert records.meanings_table("column", boards.LEADERBOARD_COLUMNS) in docs

@@ -4,8 +4,9 @@ import subprocess
 import sys
 
 from support import FAST_CONFIG, FIXTURES, ROOT
-from harness import builds, discover
-from harness.config import build_config
+from harness.runner import builds
+from harness.common import discover
+from harness.common.config import build_config
 
 
 def test_build_stage_builds_ahead_and_fails_early(tmp_path):
@@ -59,7 +60,7 @@ def test_build_stage_switch_and_sniffing():
 
 
 def test_a_killed_build_does_not_block_the_next(tmp_path, monkeypatch):
-    from harness import worker
+    from harness.worker import worker
 
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
     (tmp_path / "some_ext").mkdir()

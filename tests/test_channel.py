@@ -9,7 +9,7 @@ from multiprocessing.reduction import ForkingPickler
 import pytest
 import torch
 
-from harness import channel
+from harness.common import channel
 
 
 def unpickle(obj) -> object:

@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from harness import check
+from harness.common import check
 
 
 def cmp(ref, new, atol=1e-4, rtol=1e-4):

@@ -131,7 +131,7 @@ def test_out_must_be_a_folder_and_results_there_need_resume(tmp_path):
 
 
 def test_runs_started_in_the_same_second_get_folders_of_their_own(tmp_path):
-    from harness import cli
+    from harness.runner import cli
 
     folders = {cli.new_run_dir(tmp_path, ["sigmoid"]) for _ in range(3)}
     assert len(folders) == 3 and all(f.is_dir() and f.parent == tmp_path for f in folders)
@@ -153,7 +153,7 @@ def test_the_console_shows_each_running_pairs_stage_and_a_stall():
 
     from rich.console import Console
 
-    from harness.cli import RunView, StallReporter
+    from harness.runner.cli import RunView, StallReporter
 
     view = RunView(total=3)
     pair = SimpleNamespace(problem="sigmoid", solution="slow")
@@ -172,7 +172,7 @@ def test_the_console_shows_each_running_pairs_stage_and_a_stall():
 def test_progress_estimates_the_time_left_from_the_pairs_this_run_judged():
     from types import SimpleNamespace
 
-    from harness.cli import RunView
+    from harness.runner.cli import RunView
 
     view = RunView(total=5)
     assert view.estimate() == ""

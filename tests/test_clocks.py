@@ -1,7 +1,7 @@
 """GPU clocks through NVML, on a fake NVML: throttling, reason names, CUDA_VISIBLE_DEVICES mapping."""
 import types
 
-from harness import clocks
+from harness.common import clocks
 
 
 def fake_nvml(**reasons):

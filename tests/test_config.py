@@ -2,7 +2,7 @@ import dataclasses
 
 import pytest
 
-from harness.config import Config, ConfigError, build_config, config_hash, load_defaults, tolerance_for
+from harness.common.config import Config, ConfigError, build_config, config_hash, load_defaults, tolerance_for
 
 
 def test_defaults_come_from_default_yaml():

@@ -1,4 +1,4 @@
-"""The candidate's seccomp filter (harness/confine.py), with the process's capabilities kept: what it refuses is
+"""The candidate's seccomp filter (harness/common/confine.py), with the process's capabilities kept: what it refuses is
 refused by the filter, not by the kernel's capability checks (as root, those alone refuse a capability-less
 candidate; as another user they refuse nothing here)."""
 import ast
@@ -8,13 +8,13 @@ import sys
 
 import pytest
 
-from harness import confine
+from harness.common import confine
 
 pytestmark = pytest.mark.skipif(confine.SYSCALLS.get(os.uname().machine) is None, reason="no filter for this CPU")
 
 ATTEMPTS = """
 import os, resource, signal, sys
-from harness import confine
+from harness.common import confine
 other, me = int(sys.argv[1]), os.getpid()
 assert confine.install_filter(me) is None
 def outcome(call):

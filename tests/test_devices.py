@@ -1,5 +1,5 @@
-"""Device names as a run has them (harness/devices.py)."""
-from harness.devices import gpu_index, is_gpu
+"""Device names as a run has them (harness/common/devices.py)."""
+from harness.common.devices import gpu_index, is_gpu
 
 
 def test_a_gpu_is_named_cuda_with_or_without_its_index():
@@ -10,7 +10,7 @@ def test_a_gpu_is_named_cuda_with_or_without_its_index():
 def test_the_judge_and_workers_parse_a_device_once_into_an_indexed_torch_device():
     import torch
 
-    from harness.devices import torch_device
+    from harness.common.devices import torch_device
 
     assert torch_device("cpu") == torch.device("cpu")
     assert torch_device("cuda:1") == torch.device("cuda", 1)

@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from support import FIXTURES, ROOT
-from harness import discover
+from harness.common import discover
 
 SEEDS = ROOT.parent / "shared" / "seeds"
 SEED_FILES = {
@@ -129,7 +129,7 @@ def test_two_candidates_with_one_name_are_an_error(tmp_path):
 @pytest.mark.skipif(not SEEDS.is_dir(), reason="../shared/seeds not beside the checkout")
 @pytest.mark.parametrize("seed", sorted(SEED_FILES))
 def test_each_seed_answer_is_skipped_on_the_cpu_not_a_compile_error(seed):
-    from harness import runner
+    from harness.runner import runner
 
     problem = ROOT / "problems" / f"{Path(SEED_FILES[seed]).parent}.py"
     pair = discover.Pair(problem.stem, problem, Path(seed).stem, SEEDS / seed)

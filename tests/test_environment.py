@@ -5,8 +5,9 @@ from types import SimpleNamespace
 import pytest
 
 from support import FIXTURES, NoJudges
-from harness import cli, environment, judge_processes, runner, store
-from harness.records import Result
+from harness.runner import cli, environment, judges, runner
+from harness.common import store
+from harness.common.records import Result
 
 ONE_GPU = {"cuda_available": True, "torch": "x", "gpus": ["H100"], "capabilities": ["9.0"], "cuda_version": "13.0"}
 TWO_GPUS = {"cuda_available": True, "torch": "x", "gpus": ["H100", "H100"]}
@@ -35,7 +36,7 @@ def test_the_default_command_hands_judges_an_indexed_gpu(tmp_path, monkeypatch):
 
     monkeypatch.setattr(environment, "probe_environment", lambda device: ONE_GPU)
     monkeypatch.setattr(runner, "hand_to_judge", fake_hand_to_judge)
-    monkeypatch.setattr(judge_processes, "JudgeStarter", lambda *args, **kwargs: NoJudges())
+    monkeypatch.setattr(judges, "JudgeStarter", lambda *args, **kwargs: NoJudges())
     code = cli.main(["--problem", str(FIXTURES / "problems" / "fx_relu.py"), "--solution",
                      str(FIXTURES / "solutions" / "fx_relu" / "correct_torch.py"), "--out", str(tmp_path)])
     assert code == 0 and jobs == ["cuda:0"]

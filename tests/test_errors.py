@@ -1,14 +1,14 @@
-"""The user's errors (harness/errors.py): every kind the stages raise is a UserError, the one kind the CLI turns into a
+"""The user's errors (harness/common/errors.py): every kind the stages raise is a UserError, the one kind the CLI turns into a
 single line and exit 2; and it does so, with no traceback."""
 import subprocess
 import sys
 
 from support import ROOT
-from harness.config import ConfigError
-from harness.discover import DiscoveryError
-from harness.environment import UsageError
-from harness.errors import UserError
-from harness.records import SchemaError
+from harness.common.config import ConfigError
+from harness.common.discover import DiscoveryError
+from harness.runner.environment import UsageError
+from harness.common.errors import UserError
+from harness.common.records import SchemaError
 
 
 def test_each_stages_user_error_is_one_the_cli_catches():
@@ -24,7 +24,7 @@ def test_a_user_error_is_one_line_and_exit_2():
 
 
 def test_a_long_reason_is_cut_at_a_words_end_and_says_so():
-    from harness.records import one_line
+    from harness.common.records import one_line
 
     reason = "skipped: the pair needs 44.0 GiB of GPU memory, 23.5 GiB is free; shrink it, e.g. --set batch_size=2048"
     cut = one_line(reason, 60)

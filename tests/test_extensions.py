@@ -1,5 +1,5 @@
-"""A candidate's extension builds as the judge and the build stage see them (harness/extensions.py)."""
-from harness.extensions import build_failure, candidate_build_env, first_compiler_error
+"""A candidate's extension builds as the judge and the build stage see them (harness/common/extensions.py)."""
+from harness.common.extensions import build_failure, candidate_build_env, first_compiler_error
 
 
 def test_first_compiler_error_names_file_and_line():

@@ -1,13 +1,14 @@
-"""The harness's GPU memory budget (harness/footprint.py), reckoned on the meta device, and the pre-flight check."""
+"""The harness's GPU memory budget (harness/judge/footprint.py), reckoned on the meta device, and the pre-flight check."""
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import torch
 
-from harness import footprint, problem_info
-from harness.load import load_module
-from harness.verdict import Status
+from harness.judge import footprint
+from harness.common import problem_info
+from harness.common.load import load_module
+from harness.common.verdict import Status
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -103,10 +104,10 @@ def test_the_pair_that_measures_the_devices_peaks_reports_its_own_peak_alone(tmp
 def test_a_pair_that_leaves_no_room_to_measure_the_peaks_goes_without_a_speed_of_light(monkeypatch, tmp_path):
     """The device's peaks are measured once per machine, after the first pair's timing (~5 GiB on a GPU): beside a
     pair that fills the GPU that may run out of memory, which costs the pair its SOL figures and nothing else."""
-    from harness import roofline
-    from harness.judge_memory import PairMemory
-    from harness.judge_timing import PairTiming
-    from harness.records import Result
+    from harness.judge import roofline
+    from harness.judge.memory import PairMemory
+    from harness.judge.timing import PairTiming
+    from harness.common.records import Result
 
     def no_room(*args):
         raise torch.cuda.OutOfMemoryError("CUDA out of memory")

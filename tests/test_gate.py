@@ -1,9 +1,9 @@
-"""The CI gate, JUnit and run comparison (harness/gate.py), from golden results (no judging)."""
+"""The CI gate, JUnit and run comparison (harness/runner/gate.py), from golden results (no judging)."""
 from xml.etree import ElementTree
 
 from support import golden_results
-from harness import boards, gate
-from harness.records import Result
+from harness.runner import boards, gate
+from harness.common.records import Result
 
 
 def test_gate_fails_status_minimum_and_regression():

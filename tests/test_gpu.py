@@ -7,7 +7,7 @@ import sys
 import pytest
 import torch
 
-from harness import handover
+from harness.common import handover
 from support import FAST_CONFIG, FIXTURES, ROOT
 
 pytestmark = pytest.mark.gpu
@@ -71,7 +71,7 @@ def test_triton_candidate_in_an_llm_answer(tmp_path):
 
 
 def test_cuda_timer_sees_a_sleep_kernel():
-    from harness import timing
+    from harness.worker import timing
 
     timer = timing.Timer(torch.device("cuda"), cold_cache=True)
     assert timer.flush_buffer.numel() >= 128 << 20
@@ -82,7 +82,7 @@ def test_cuda_timer_sees_a_sleep_kernel():
 
 def test_a_long_call_is_batched_when_told():
     """The other side's call is short: this one is batched too, however long it measured (same_method_both_sides)."""
-    from harness import timing
+    from harness.worker import timing
 
     x = torch.rand(1 << 20, device="cuda")
     timer = timing.Timer(torch.device("cuda"), cold_cache=True)
@@ -92,7 +92,7 @@ def test_a_long_call_is_batched_when_told():
 
 def test_a_batch_size_can_be_asked_for():
     """same_batch_both_sides: the side with the larger batch is prepared again with the other's."""
-    from harness import timing
+    from harness.worker import timing
 
     x = torch.rand(1024, device="cuda")
     timer = timing.Timer(torch.device("cuda"), cold_cache=True)
@@ -104,7 +104,7 @@ def test_the_lead_keeps_the_hosts_launch_latency_out_of_a_window():
     kernel is timed at ~10 us with the lead, at >= 2 ms without it."""
     import time
 
-    from harness import timing
+    from harness.worker import timing
 
     x = torch.rand(1024, device="cuda")
 
@@ -119,7 +119,7 @@ def test_the_lead_keeps_the_hosts_launch_latency_out_of_a_window():
 
 
 def test_short_calls_are_timed_by_graph_replay():
-    from harness import timing
+    from harness.worker import timing
 
     x = torch.rand(1024, device="cuda")
     timer = timing.Timer(torch.device("cuda"), cold_cache=True)
@@ -131,7 +131,7 @@ def test_short_calls_are_timed_by_graph_replay():
 def test_a_graphs_output_is_copied_behind_each_calls_window_and_no_tail_is_counted():
     """What the judge checks of a graph-timed call is its output as each calls window ended (work of another thread
     left after the end event comes too late for it), so a graph's window counts no synchronize tail."""
-    from harness import timing
+    from harness.worker import timing
 
     x = torch.rand(4096, device="cuda")
     timer = timing.Timer(torch.device("cuda"), cold_cache=True)
@@ -149,7 +149,7 @@ def test_a_graphs_launch_fits_behind_its_lead_and_a_late_one_is_retimed():
     0.3 ms adds nothing to the window. One that takes 3 ms is late, and graph_window times it again (LATE_LAUNCH_RETRIES)."""
     import time
 
-    from harness import timing
+    from harness.worker import timing
 
     x = torch.rand(4096, device="cuda")
     timer = timing.Timer(torch.device("cuda"), cold_cache=False, lead_us=100.0)
@@ -176,7 +176,7 @@ def test_a_graphs_launch_fits_behind_its_lead_and_a_late_one_is_retimed():
 def test_a_confirmation_blocks_replace_moves_a_graphs_inputs_and_its_replays_follow():
     """Worker.op_replace captures a graph again with its inputs and flush buffer at new offsets; the next round's
     contents, filled in place, are what the replays read, and the new flush buffer is what they write."""
-    from harness import worker
+    from harness.worker import worker
 
     w = worker.Worker("cuda", cold_cache=True)
     w.model = torch.nn.ReLU()
@@ -202,7 +202,7 @@ def test_a_short_call_the_host_takes_long_to_launch_is_sorted_by_its_gpu_time():
     waits on the host); behind SORTING_LEAD_US the GPU's few microseconds show, and the call is graph-timed."""
     import time
 
-    from harness import timing
+    from harness.worker import timing
 
     x = torch.rand(1024, device="cuda")
     timer = timing.Timer(torch.device("cuda"), cold_cache=True, lead_us=100.0)
@@ -216,7 +216,7 @@ def test_a_short_call_the_host_takes_long_to_launch_is_sorted_by_its_gpu_time():
 
 
 def test_uncapturable_short_calls_fall_back_to_batched_events():
-    from harness import timing
+    from harness.worker import timing
 
     x = torch.rand(1024, device="cuda")
     timer = timing.Timer(torch.device("cuda"), cold_cache=True)
@@ -234,7 +234,7 @@ def test_uncapturable_short_calls_fall_back_to_batched_events():
 
 
 def test_side_stream_work_is_inside_the_window():
-    from harness import timing
+    from harness.worker import timing
 
     timer = timing.Timer(torch.device("cuda"), cold_cache=False)
     side = torch.cuda.Stream()
@@ -255,7 +255,7 @@ def test_a_call_with_work_on_the_legacy_default_stream_is_timed_without_a_graph(
     torch's (non-blocking) streams it would run outside the graph, and the captured work after it would read the
     capture's intermediate on every replay (kbl-l3-p2-o1 and kbl-l2-p9-dsc in the real generations). Captured on a
     blocking stream, the launch fails the capture, and nothing of the failure is left for the next call."""
-    from harness import timing
+    from harness.worker import timing
 
     x = torch.rand(1024, device="cuda")
 
@@ -273,7 +273,7 @@ def test_a_call_with_work_on_the_legacy_default_stream_is_timed_without_a_graph(
 
 
 def test_peaks_on_the_gpu(tmp_path):
-    from harness import roofline
+    from harness.judge import roofline
 
     peaks = roofline.device_peaks(torch.device("cuda"), torch.float32, tmp_path)
     assert 500 < peaks["copy_gbps"] < 10_000 and 5 < peaks["matmul_tflops"] < 2000
@@ -298,7 +298,7 @@ def test_compiled_baseline_and_hot_cache_are_recorded(tmp_path):
 
 
 def test_graphs_can_be_refused_and_must_reproduce_the_call():
-    from harness import timing
+    from harness.worker import timing
 
     x = torch.rand(1024, device="cuda")
     timer = timing.Timer(torch.device("cuda"), cold_cache=True)
@@ -309,7 +309,7 @@ def test_graphs_can_be_refused_and_must_reproduce_the_call():
 
 def test_nvml_tells_the_gpu_memory_of_a_process_group():
     """What the judge blames a candidate with: the memory a worker's process group holds, from NVML."""
-    from harness import clocks
+    from harness.common import clocks
 
     holder = subprocess.Popen([sys.executable, "-c", "import torch, time; x = torch.empty(2 << 30, dtype=torch.uint8, "
                                "device='cuda'); print('ready', flush=True); time.sleep(60)"],

@@ -1,4 +1,4 @@
-"""The GPU probe (harness/gpu_probe.py): a one-thread kernel that reads the GPU's global timer and counts the time the GPU
+"""The GPU probe (harness/judge/gpu_probe.py): a one-thread kernel that reads the GPU's global timer and counts the time the GPU
 spent on other contexts. On the CPU: what it is made of and how it fails; on a GPU: an idle GPU is ours, a busy one is not."""
 import subprocess
 import sys
@@ -7,7 +7,7 @@ import time
 import pytest
 import torch
 
-from harness import gpu_probe
+from harness.judge import gpu_probe
 
 
 def test_the_probe_kernel_has_its_gap_threshold_written_in():

@@ -8,8 +8,8 @@ import torch
 import torch.nn.functional as F
 
 from support import ROOT
-from harness import builds
-from harness.worker import lock_build_dir
+from harness.runner import builds
+from harness.worker.worker import lock_build_dir
 
 pytestmark = pytest.mark.gpu
 

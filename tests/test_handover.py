@@ -1,10 +1,10 @@
-"""What crosses to another process (harness/handover.py): a copy of its own, which the receiver may write without
+"""What crosses to another process (harness/common/handover.py): a copy of its own, which the receiver may write without
 touching the sender's."""
 import contextlib
 
 import torch
 
-from harness import handover
+from harness.common import handover
 
 
 def test_what_crosses_to_a_peer_is_a_copy_of_its_own():

@@ -4,7 +4,7 @@ import types
 import pytest
 import torch
 
-from harness import inputs
+from harness.common import inputs
 
 
 def problem(get_inputs, get_init_inputs=lambda: [4]):

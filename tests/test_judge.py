@@ -1,4 +1,4 @@
-"""The judge process (harness/judge.py): whole pairs on the CPU, its failures, the gated protocol."""
+"""The judge process (harness/judge/judge.py): whole pairs on the CPU, its failures, the gated protocol."""
 import json
 import subprocess
 import sys
@@ -37,12 +37,13 @@ def test_a_failure_of_the_judge_is_a_harness_error_not_the_candidates(tmp_path):
 
 def test_a_pair_with_judges_ahead_waits_for_the_runners_go_before_its_timing(tmp_path):
     """The gated protocol end to end, on the CPU: the judge stops at its timing stage until the runner says go."""
-    from harness import discover, environment, judge_processes, runner
-    from harness.config import build_config
+    from harness.common import discover
+    from harness.runner import environment, judges, runner
+    from harness.common.config import build_config
 
     config = build_config(str(FAST_CONFIG), {"device": "cpu"})
     ctx = runner.new_context(config, "cpu", {}, tmp_path, environment.probe_environment("cpu"))
-    starter = judge_processes.JudgeStarter(ctx, ("cpu",), ahead=1)
+    starter = judges.JudgeStarter(ctx, ("cpu",), ahead=1)
     solution = FIXTURES / "solutions" / "fx_jitter" / "aa_reference.py"
     pair = discover.Pair("fx_jitter", FIXTURES / "problems" / "fx_jitter.py", "aa_reference", solution)
     try:
@@ -55,7 +56,7 @@ def test_a_pair_with_judges_ahead_waits_for_the_runners_go_before_its_timing(tmp
 
 def test_a_warm_up_that_fails_in_the_judge_still_reads_each_workers_word(monkeypatch):
     """Unread, a worker's warm-up word would be taken for the reply to the pair's first request."""
-    from harness import judge
+    from harness.judge import judge
 
     class Worker:
         def __init__(self):
@@ -96,9 +97,9 @@ def test_a_problem_is_sized_on_the_meta_device_in_the_runs_precision():
 
     import torch
 
-    from harness.inputs import nbytes
-    from harness.load import load_module
-    from harness.problem_info import call_on_meta
+    from harness.common.inputs import nbytes
+    from harness.common.load import load_module
+    from harness.common.problem_info import call_on_meta
 
     path = FIXTURES / "problems" / "fx_relu.py"
     module = load_module(Path(path).read_text(), path, "sized_module", {"batch_size": 1 << 20})
@@ -109,7 +110,7 @@ def test_a_problem_is_sized_on_the_meta_device_in_the_runs_precision():
 
 
 def test_a_workers_count_and_peak_are_taken_only_when_plausible():
-    from harness import judge
+    from harness.judge import judge
 
     assert judge.reported_count({"ooms": 2}, "ooms") == 2
     for forged in ({"ooms": -1}, {"ooms": True}, {"ooms": 1.5}, {"ooms": "3"}, {}, None, [1]):
@@ -131,8 +132,8 @@ def test_the_reference_workers_first_call_finds_the_room_the_candidates_will():
     import pytest
     import torch
 
-    from harness import channel
-    from harness.judge import PairJudge
+    from harness.common import channel
+    from harness.judge.judge import PairJudge
 
     requests = []
 
@@ -186,9 +187,9 @@ def test_a_failed_verdict_drops_the_flags_that_say_how_a_trial_passed():
     agree with its reason (v0's VanillaRNN against itself was `incorrect` with accurate_vs_fp64 before lockstep)."""
     from types import SimpleNamespace
 
-    from harness.judge import PairJudge
-    from harness.records import Result
-    from harness.verdict import Status, Verdict
+    from harness.judge.judge import PairJudge
+    from harness.common.records import Result
+    from harness.common.verdict import Status, Verdict
 
     judged = SimpleNamespace(result=Result(problem="p", solution="s", status=Status.CORRECT,
                                            flags=["accurate_vs_fp64", "no_custom_kernel", "weights_copied"]))
@@ -202,8 +203,8 @@ def test_a_failed_verdict_drops_the_flags_that_say_how_a_trial_passed():
 def test_each_block_and_pair_times_by_draws_of_its_own():
     """A confirmation block's round order and pads come from its own seed: with the run's secret alone, every block
     (and every pair) drew the same, and fresh workers re-placed behind the same pads agreed on one process's offset."""
-    from harness.config import build_config
-    from harness.judge import PairJudge
+    from harness.common.config import build_config
+    from harness.judge.judge import PairJudge
 
     def seed(block: int, solution: str = "a") -> int:
         job = {"problem": "p", "solution": solution, "config": build_config(str(FAST_CONFIG), {"device": "cpu"}),

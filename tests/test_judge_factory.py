@@ -1,15 +1,15 @@
-"""The judge factory (harness/judge_factory.py): judges forked from a process that imported torch once, each with
+"""The judge factory (harness/runner/factory.py): judges forked from a process that imported torch once, each with
 descriptors of its own; judges started as processes of their own when the factory is gone."""
 import os
 import subprocess
 from types import SimpleNamespace
 
-from harness import judge_factory, judge_processes
+from harness.runner import factory as judge_factory, judges
 from test_judge_processes import config, wait_for
 
 
-def factory_starter(tmp_path) -> judge_processes.JudgeStarter:
-    return judge_processes.JudgeStarter(SimpleNamespace(config=config(), run_dir=tmp_path, device="cpu"), (), ahead=0, factory=True)
+def factory_starter(tmp_path) -> judges.JudgeStarter:
+    return judges.JudgeStarter(SimpleNamespace(config=config(), run_dir=tmp_path, device="cpu"), (), ahead=0, factory=True)
 
 
 def test_a_judge_forked_from_the_factory_judges_and_its_end_is_reported(tmp_path):

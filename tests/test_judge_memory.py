@@ -1,12 +1,13 @@
-"""A judge's GPU memory for its pair (harness/judge_memory.py): the pre-flight check and what it tells the runner, and
+"""A judge's GPU memory for its pair (harness/judge/memory.py): the pre-flight check and what it tells the runner, and
 whose an out-of-memory is (the candidate's only beyond its allowance), all on the CPU with the GPU's figures faked."""
 from types import SimpleNamespace
 
 import pytest
 import torch
 
-from harness import footprint, problem_info
-from harness.verdict import Status, Verdict
+from harness.judge import footprint
+from harness.common import problem_info
+from harness.common.verdict import Status, Verdict
 
 from test_footprint import ROOT, sigmoid_sizes
 
@@ -14,7 +15,7 @@ from test_footprint import ROOT, sigmoid_sizes
 def test_a_gpu_pair_that_cannot_fit_is_skipped_with_the_figures_and_the_sizes_to_shrink(monkeypatch):
     """The pre-flight check on a GPU: footprint.pair_need against the free memory; the verdict names both and the
     --set."""
-    from harness import judge_memory
+    from harness.judge import memory as judge_memory
 
     path = ROOT / "problems" / "sigmoid.py"
     memory = judge_memory.PairMemory(torch.device("cuda", 0), path.read_text(), {}, sigmoid_sizes())
@@ -41,7 +42,7 @@ def test_a_gpu_pair_that_cannot_fit_is_skipped_with_the_figures_and_the_sizes_to
 
 def test_a_gpu_pair_says_what_it_needs_and_whether_that_crowds_the_gpu(monkeypatch):
     """The Footprint that keeps the judges ahead off CUDA beside a pair needing over half of the GPU."""
-    from harness import judge_memory
+    from harness.judge import memory as judge_memory
 
     sent = []
     report = SimpleNamespace(send=sent.append)
@@ -58,7 +59,7 @@ def test_a_gpu_pair_says_what_it_needs_and_whether_that_crowds_the_gpu(monkeypat
 def test_a_candidates_out_of_memory_is_its_own_only_beyond_its_allowance():
     """worker_out_of_memory reads torch's figures: an honest candidate (four outputs' worth) that the device cannot
     hold beside the harness is no runtime_error of its own; a hoarder is."""
-    from harness.judge_memory import PairMemory, oom_demand
+    from harness.judge.memory import PairMemory, oom_demand
 
     def torch_message(tried: str, allocated: str) -> str:
         return (f"forward raised OutOfMemoryError: CUDA out of memory. Tried to allocate {tried}. GPU 0 has a total "
@@ -90,9 +91,9 @@ def test_out_of_memory_is_the_candidates_only_beyond_its_allowance(monkeypatch):
     against its allowance (twice a reference-sized call, plus 1 GiB); without NVML's figures nobody is blamed."""
     import torch
 
-    from harness import clocks
-    from harness.judge_memory import PairMemory
-    from harness.problem_info import Sizes
+    from harness.common import clocks
+    from harness.judge.memory import PairMemory
+    from harness.common.problem_info import Sizes
 
     sigmoid = Sizes(inputs=6 << 30, outputs=6 << 30, weights=0, output_dtypes=(torch.float32,))  # full size
     memory = PairMemory(torch.device("cuda", 0), "batch_size = 4096\ndim = 393216\n", {}, sigmoid)
@@ -115,10 +116,10 @@ def test_out_of_memory_is_the_candidates_only_beyond_its_allowance(monkeypatch):
 def test_an_out_of_memory_skip_keeps_its_figures_and_the_set_to_shrink_in_the_record(monkeypatch):
     """torch's message lists every process on the GPU: on an H100 capped to 24 GiB (KernelBench's
     57_conv_transposed_2D) it filled a record's 500 characters, and the figures and the --set were cut off."""
-    from harness import clocks
-    from harness.judge_memory import PairMemory
-    from harness.problem_info import Sizes
-    from harness.records import one_line
+    from harness.common import clocks
+    from harness.judge.memory import PairMemory
+    from harness.common.problem_info import Sizes
+    from harness.common.records import one_line
 
     processes = " ".join(f"Process {9000 + n} has 624.00 MiB memory in use." for n in range(12))
     message = ("the judge ran out of GPU memory in stage 'timing': CUDA out of memory. Tried to allocate 64.00 MiB. "
@@ -127,7 +128,7 @@ def test_an_out_of_memory_skip_keeps_its_figures_and_the_set_to_shrink_in_the_re
     conv = Sizes(inputs=1 << 30, outputs=1 << 30, weights=1 << 20, output_dtypes=(torch.float32,))
     memory = PairMemory(torch.device("cuda", 0), "batch_size = 8\nwidth = 1024\n", {}, conv)
     monkeypatch.setattr(clocks, "gpu_memory_of_groups", lambda index, groups: [4 << 30, 8 << 30])
-    monkeypatch.setattr("harness.judge_memory.reserved_here", lambda device: 14 << 30)
+    monkeypatch.setattr("harness.judge.memory.reserved_here", lambda device: 14 << 30)
     record = one_line(memory.blame(message, 11, 22).error)
     assert record.startswith("the GPU ran out of memory, not by the candidate's doing (the candidate's worker held "
                              "4.0 GiB"), record
@@ -142,7 +143,7 @@ def test_an_out_of_memory_skip_keeps_its_figures_and_the_set_to_shrink_in_the_re
 def test_the_candidate_warms_up_with_the_room_the_reference_took_or_the_pair_is_skipped():
     """Timed alike or not at all: on an H100 capped to 24 GiB the reference's worker kept a 4 GiB cuDNN workspace,
     the A/A candidate's had no room for one and ran a slower algorithm (0.301, correct, no tie)."""
-    from harness import judge_memory
+    from harness.judge import memory as judge_memory
 
     source = (ROOT / "problems" / "sigmoid.py").read_text()
     memory = judge_memory.PairMemory(torch.device("cuda", 0), source, {}, sigmoid_sizes())

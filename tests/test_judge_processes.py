@@ -5,14 +5,15 @@ import time
 from types import SimpleNamespace
 
 from support import FAST_CONFIG
-from harness import judge_processes, stages
-from harness.config import Config, build_config
+from harness.runner import judges
+from harness.common import stages
+from harness.common.config import Config, build_config
 
 
 
-def fake_judge(tmp_path, script: str) -> judge_processes.Judge:
+def fake_judge(tmp_path, script: str) -> judges.Judge:
     """A Judge whose process is `script` (reading the config line and the job as the real one does)."""
-    class Fake(judge_processes.Judge):
+    class Fake(judges.Judge):
         command = (sys.executable, "-c", "import sys, json, time\nsys.stdin.readline(); sys.stdin.readline()\n" + script)
 
     ctx = SimpleNamespace(config=config(), device="cpu")
@@ -31,7 +32,7 @@ def test_a_stage_past_its_deadline_stops_the_judge_and_names_the_stage(tmp_path)
     judge = fake_judge(tmp_path, 'print(json.dumps({"stage": "correctness"}), flush=True); time.sleep(600)')
     seen = []
     started = time.monotonic()
-    result = judge_processes.follow_pair(JOB, judge, cfg, tmp_path, "p__s", seen.append)
+    result = judges.follow_pair(JOB, judge, cfg, tmp_path, "p__s", seen.append)
     assert result.status == "timeout" and "stage 'correctness'" in result.error, result.error
     assert time.monotonic() - started < stages.stage_deadlines(cfg)["correctness"] + 10
     assert seen == ["start", "correctness"] and judge.proc.poll() is not None  # the judge was stopped
@@ -40,33 +41,33 @@ def test_a_stage_past_its_deadline_stops_the_judge_and_names_the_stage(tmp_path)
 
 def test_a_judge_that_dies_is_a_harness_error(tmp_path):
     judge = fake_judge(tmp_path, 'print(json.dumps({"stage": "reference"}), flush=True); sys.exit(7)')
-    result = judge_processes.follow_pair(JOB, judge, config(), tmp_path, "p__s")
+    result = judges.follow_pair(JOB, judge, config(), tmp_path, "p__s")
     assert result.status == "harness_error" and "stage 'reference'" in result.error and "exit code 7" in result.error
 
 
 def test_a_judge_killed_from_outside_is_named_a_likely_out_of_memory_kill(tmp_path):
     judge = fake_judge(tmp_path, 'import os, signal\nprint(json.dumps({"stage": "correctness"}), flush=True)\n'
                                  'os.kill(os.getpid(), signal.SIGKILL)')
-    result = judge_processes.follow_pair(JOB, judge, config(), tmp_path, "p__s")
+    result = judges.follow_pair(JOB, judge, config(), tmp_path, "p__s")
     assert result.status == "harness_error" and "exit code -9" in result.error and "out-of-memory" in result.error
     assert "--set" in result.error
 
 
 def test_a_judge_that_says_something_unreadable_is_a_harness_error(tmp_path):
     judge = fake_judge(tmp_path, 'print("not json", flush=True); time.sleep(600)')
-    result = judge_processes.follow_pair(JOB, judge, config(), tmp_path, "p__s")
+    result = judges.follow_pair(JOB, judge, config(), tmp_path, "p__s")
     assert result.status == "harness_error" and "unreadable" in result.error
 
 
 def test_the_result_line_ends_the_pair(tmp_path):
     line = json.dumps({"result": {"problem": "p", "solution": "s", "status": "correct"}})
     judge = fake_judge(tmp_path, f'print(json.dumps({{"stage": "timing"}})); print({line!r}, flush=True)')
-    assert judge_processes.follow_pair(JOB, judge, config(), tmp_path, "p__s").status == "correct"
+    assert judges.follow_pair(JOB, judge, config(), tmp_path, "p__s").status == "correct"
 
 
 # -- judges started ahead: their CUDA start-ups kept out of a pair's timing ------------------------------------
 
-class Ahead(judge_processes.Judge):
+class Ahead(judges.Judge):
     """A judge started ahead that says it is ready to warm up, logs every line it is sent, and warms up in 0.5 s."""
     command = (sys.executable, "-c", "\n".join([
         "import sys, json, time",
@@ -85,9 +86,9 @@ def lines_sent(judge) -> list:
     return [json.loads(line)["got"] for line in judge.log_path.read_text().splitlines() if line.startswith('{"got"')]
 
 
-def starter_of(tmp_path, monkeypatch, ahead: int = 1, pairs=None) -> judge_processes.JudgeStarter:
-    monkeypatch.setattr(judge_processes, "Judge", Ahead)
-    return judge_processes.JudgeStarter(SimpleNamespace(config=config(), run_dir=tmp_path, device="cuda:0"), ("cuda:0",), ahead=ahead,
+def starter_of(tmp_path, monkeypatch, ahead: int = 1, pairs=None) -> judges.JudgeStarter:
+    monkeypatch.setattr(judges, "Judge", Ahead)
+    return judges.JudgeStarter(SimpleNamespace(config=config(), run_dir=tmp_path, device="cuda:0"), ("cuda:0",), ahead=ahead,
                                pairs=pairs)
 
 
@@ -137,8 +138,8 @@ def test_a_judge_taken_for_a_pair_before_it_warmed_up_is_never_told_to(tmp_path,
 
 def test_no_more_judges_are_started_than_the_run_has_pairs(tmp_path, monkeypatch):
     """A one-pair run starts one judge: a judge ahead for no pair would only hold three CUDA contexts."""
-    monkeypatch.setattr(judge_processes, "Judge", Ahead)
-    starter = judge_processes.JudgeStarter(SimpleNamespace(config=config(), run_dir=tmp_path, device="cuda:0"), ("cuda:0",),
+    monkeypatch.setattr(judges, "Judge", Ahead)
+    starter = judges.JudgeStarter(SimpleNamespace(config=config(), run_dir=tmp_path, device="cuda:0"), ("cuda:0",),
                                   ahead=2, pairs=1)
     assert len(starter.ready["cuda:0"]) == 1
     taken = starter.take("cuda:0")
@@ -201,20 +202,20 @@ def test_a_followed_pair_acts_on_its_footprint(tmp_path):
                                      'print(json.dumps({"stage": "finish"}), flush=True)\n'
                                      f"print({result!r}, flush=True)")
         judge.device, starter = "cuda:0", Starter()
-        assert judge_processes.follow_pair(JOB, judge, config(), tmp_path, "p__s", starter=starter).status == "correct"
+        assert judges.follow_pair(JOB, judge, config(), tmp_path, "p__s", starter=starter).status == "correct"
         assert starter.calls == expected, (crowded, starter.calls)
 
 
 def test_openmp_threads_sleep_on_gpu_runs_only_and_the_users_setting_wins(monkeypatch):
-    assert judge_processes.judge_env("cuda:0")["OMP_WAIT_POLICY"] == "PASSIVE"
-    assert "OMP_WAIT_POLICY" not in judge_processes.judge_env("cpu") or "OMP_WAIT_POLICY" in judge_processes.USER_ENV
-    monkeypatch.setattr(judge_processes, "USER_ENV", {"OMP_WAIT_POLICY": "ACTIVE"})
-    assert judge_processes.judge_env("cuda:0")["OMP_WAIT_POLICY"] == "ACTIVE"
-    assert judge_processes.judge_env("cpu")["GLIBC_TUNABLES"] == "glibc.malloc.tcache_count=0"
+    assert judges.judge_env("cuda:0")["OMP_WAIT_POLICY"] == "PASSIVE"
+    assert "OMP_WAIT_POLICY" not in judges.judge_env("cpu") or "OMP_WAIT_POLICY" in judges.USER_ENV
+    monkeypatch.setattr(judges, "USER_ENV", {"OMP_WAIT_POLICY": "ACTIVE"})
+    assert judges.judge_env("cuda:0")["OMP_WAIT_POLICY"] == "ACTIVE"
+    assert judges.judge_env("cpu")["GLIBC_TUNABLES"] == "glibc.malloc.tcache_count=0"
 
 
 def test_a_confirmation_blocks_judge_leaves_the_pairs_to_come_their_judges_ahead(tmp_path, monkeypatch):
-    """A claim confirmed on fresh workers takes judges of its own (harness.blocks): the run still has as many pairs to
+    """A claim confirmed on fresh workers takes judges of its own (harness.runner.blocks): the run still has as many pairs to
     come, so the judge ahead it took is replaced, and the next pair finds one waiting."""
     starter = starter_of(tmp_path, monkeypatch, ahead=1, pairs=2)
     first = starter.take("cuda:0")

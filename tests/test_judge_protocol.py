@@ -1,10 +1,10 @@
-"""The runner <-> judge wire (harness/judge_protocol.py): each message as its line and back, and lines that are none."""
+"""The runner <-> judge wire (harness/common/protocol.py): each message as its line and back, and lines that are none."""
 import json
 
 import pytest
 
-from harness import judge_protocol as p
-from harness.config import build_config
+from harness.common import protocol as p
+from harness.common.config import build_config
 
 CONFIG = build_config(None, {"trials": 3})
 

@@ -1,19 +1,19 @@
-"""The judge's timing phase (harness/judge_timing.py), in parts that run without workers."""
+"""The judge's timing phase (harness/judge/timing.py), in parts that run without workers."""
 import os
 from types import SimpleNamespace
 
 import pytest
 import torch
 
-from harness import procs
-from harness.config import build_config
-from harness.judge_timing import plausible_sample, replaces_every_round, resolution_pct
-from harness.verdict import Verdict
+from harness.common import procs
+from harness.common.config import build_config
+from harness.judge.timing import plausible_sample, replaces_every_round, resolution_pct
+from harness.common.verdict import Verdict
 
 
 def tamper_check(ref_judged, new_judged, samples_ms=0.1):
     """judge_timing.timer_disagrees on made-up rounds: perf_counter samples, no cache flush."""
-    from harness.judge_timing import Requests, timer_disagrees
+    from harness.judge.timing import Requests, timer_disagrees
 
     samples = [samples_ms] * len(ref_judged)
     return timer_disagrees(Requests(samples, ref_judged, "perf_counter", 1),
@@ -39,7 +39,7 @@ def test_tamper_check_sees_time_hidden_in_most_rounds():
 
 
 def test_tamper_check_refuses_a_method_or_batch_the_timer_never_chooses():
-    from harness.judge_timing import Requests, timer_disagrees
+    from harness.judge.timing import Requests, timer_disagrees
 
     honest = Requests([0.1] * 10, [0.3] * 10, "perf_counter", 1)
     assert timer_disagrees(honest, Requests([0.1] * 10, [0.3] * 10, "stopwatch", 1), False, 0.0)
@@ -48,7 +48,7 @@ def test_tamper_check_refuses_a_method_or_batch_the_timer_never_chooses():
 
 
 def test_tamper_check_sees_a_worker_claim_more_time_than_passed():
-    from harness.judge_timing import Requests, timer_disagrees
+    from harness.judge.timing import Requests, timer_disagrees
 
     ref = Requests([0.1] * 10, [0.3] * 10, "perf_counter", 1)
     assert timer_disagrees(ref, Requests([5.0] * 10, [0.3] * 10, "perf_counter", 1), False, 0.0)
@@ -57,7 +57,7 @@ def test_tamper_check_sees_a_worker_claim_more_time_than_passed():
 def test_a_flush_the_judge_overestimates_for_both_sides_is_no_tampering():
     """Both sides' requests take 2.2 ms for a 0.1 ms call and a flush the workers make in 2.0 ms; the judge, timing a
     flush itself, says 2.4 ms. Each side then seems to claim 0.3 ms more than passed: alike, so no worker forged."""
-    from harness.judge_timing import Requests, timer_disagrees
+    from harness.judge.timing import Requests, timer_disagrees
 
     side = Requests([0.1] * 10, [2.2] * 10, "perf_counter", 1)
     assert not timer_disagrees(side, side, cold_cache=True, flush_ms=2.4)
@@ -70,7 +70,7 @@ def test_tamper_check_sees_a_clock_slowed_20x_whose_hidden_time_varies():
     median, not of one round, is what may excuse it."""
     import random
 
-    from harness.judge_timing import Requests, timer_disagrees
+    from harness.judge.timing import Requests, timer_disagrees
 
     rng = random.Random(1)
     real = [rng.choice([2.0, 4.0, 8.0]) + rng.uniform(0, 0.5) for _ in range(14)]
@@ -112,7 +112,7 @@ def fake_pair(ref, new):
     """A PairTiming on the CPU whose workers are `ref` and `new` (FakeWorkers), its checks and statistics stubbed."""
     import contextlib
 
-    from harness.judge_timing import PairTiming
+    from harness.judge.timing import PairTiming
 
     pair = PairTiming.__new__(PairTiming)
     pair.cfg = build_config().replace(min_rounds=10, max_rounds=30, max_timing_s=30.0, target_ci_pct=1.0,
@@ -181,7 +181,7 @@ def test_a_timed_call_that_returns_its_input_where_no_trial_did_is_wrong():
 
 
 def test_a_pair_bound_by_the_host_takes_the_host_bound_resolution():
-    from harness.stats import spread_pct
+    from harness.common.stats import spread_pct
 
     cfg = RESOLUTIONS
     steady, launch_bound = [1.0, 1.01, 0.99, 1.0, 1.02], [3.0, 3.6, 2.7, 3.1, 4.2, 2.9]
@@ -193,7 +193,7 @@ def test_a_pair_bound_by_the_host_takes_the_host_bound_resolution():
 
 
 def test_the_cpu_aims_at_a_ci_of_its_own():
-    from harness.judge_timing import target_pct
+    from harness.judge.timing import target_pct
 
     cfg = build_config().replace(target_ci_pct=1.0, cpu_target_ci_pct=3.0)
     assert target_pct(cfg, "perf_counter") == 3.0
@@ -231,7 +231,7 @@ def test_a_gpu_model_measured_to_need_more_resolution_has_its_own_floor():
 
 
 def test_gpu_resolution_pct_must_map_names_to_percents(tmp_path):
-    from harness.config import ConfigError
+    from harness.common.config import ConfigError
 
     for bad in ("gpu_resolution_pct: 2.0\n", "gpu_resolution_pct: {H200: 12}\n", "gpu_resolution_pct: {H200: x}\n"):
         path = tmp_path / "c.yaml"

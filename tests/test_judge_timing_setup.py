@@ -1,4 +1,4 @@
-"""The timing_setup stage (harness/judge_timing_setup.py): each side's timing method agreed with the other's, and the
+"""The timing_setup stage (harness/judge/timing_setup.py): each side's timing method agreed with the other's, and the
 runtime trace's failures, on stand-ins for the workers."""
 import contextlib
 from types import SimpleNamespace
@@ -6,9 +6,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from harness.config import build_config
-from harness.judge_timing_setup import TimingSetup
-from harness.verdict import Status, Verdict
+from harness.common.config import build_config
+from harness.judge.timing_setup import TimingSetup
+from harness.common.verdict import Status, Verdict
 
 
 def traced(failure: Verdict):
@@ -43,7 +43,7 @@ class SideTimers:
         from types import SimpleNamespace
         import contextlib
 
-        from harness.judge_timing_setup import TimingSetup
+        from harness.judge.timing_setup import TimingSetup
 
         pair = TimingSetup.__new__(TimingSetup)
         pair.result = SimpleNamespace(ref_timer=ref, ref_batch=None if ref == "cuda_event" else 8, new_timer=new,
@@ -140,7 +140,7 @@ def test_a_candidate_timed_in_single_windows_takes_as_many_a_sample_as_the_refer
 def test_the_room_left_after_the_references_warm_up_is_checked_before_the_candidates(monkeypatch):
     """prepare_sides measures the free memory around the reference's warm-up and asks PairMemory before the
     candidate's worker warms up: a pair it skips never times its candidate."""
-    from harness import judge_timing_setup
+    from harness.judge import timing_setup as judge_timing_setup
 
     frees, read_after = iter([10 << 30, 4 << 30]), []  # read_after: how many warm-ups each reading followed
     asked, prepared = [], []

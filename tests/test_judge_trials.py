@@ -1,4 +1,4 @@
-"""The correctness phase (harness/judge_trials.py), on whole pairs judged once on the CPU (conftest's judged_pairs):
+"""The correctness phase (harness/judge/trials.py), on whole pairs judged once on the CPU (conftest's judged_pairs):
 integer outputs compared exactly, run-to-run spread judged against the reference's own."""
 
 
@@ -30,9 +30,9 @@ def test_an_output_that_is_an_input_in_a_later_trial_only_is_flagged():
 
     import torch
 
-    from harness import judge_trials
-    from harness.records import Result
-    from harness.verdict import Status
+    from harness.judge import trials as judge_trials
+    from harness.common.records import Result
+    from harness.common.verdict import Status
 
     replies = iter([{"aliases_input": False}, {"aliases_input": True}, {"aliases_input": False}])
     judge = SimpleNamespace(cfg=SimpleNamespace(trials=2, total_trials=3), result=Result(problem="p", solution="s", status=Status.CORRECT),
@@ -64,9 +64,9 @@ def test_the_reference_worker_first_calls_beside_what_the_candidate_has():
 
     import torch
 
-    from harness import judge_trials
-    from harness.records import Result
-    from harness.verdict import Status
+    from harness.judge import trials as judge_trials
+    from harness.common.records import Result
+    from harness.common.verdict import Status
 
     held, events, alive = {}, [], []
 
@@ -115,9 +115,9 @@ def test_a_trial_the_judge_ran_out_of_memory_in_runs_once_more_after_every_cache
     import pytest
     import torch
 
-    from harness import judge_trials
-    from harness.records import Result
-    from harness.verdict import Status
+    from harness.judge import trials as judge_trials
+    from harness.common.records import Result
+    from harness.common.verdict import Status
 
     events, first_out, shortages = [], [], iter([1, 0, 1, 1])
 
@@ -162,9 +162,9 @@ def trials_without_a_truth(ref_error=None):
     import contextlib
     from types import SimpleNamespace
 
-    from harness import judge_trials
-    from harness.records import Result
-    from harness.verdict import Status
+    from harness.judge import trials as judge_trials
+    from harness.common.records import Result
+    from harness.common.verdict import Status
 
     result = Result(problem="p", solution="s", status=Status.CORRECT)
     judge = SimpleNamespace(cfg=SimpleNamespace(compare_chunk_elems=1 << 20, truth_accuracy_factor=2.0),
@@ -184,8 +184,9 @@ def test_with_no_truth_for_its_inputs_an_output_within_the_references_own_error_
     import pytest
     import torch
 
-    from harness import check, judge_trials
-    from harness.verdict import Status, Verdict
+    from harness.common import check
+    from harness.judge import trials as judge_trials
+    from harness.common.verdict import Status, Verdict
 
     ref = torch.linspace(-1, 1, 1000)
     apart = ref + 3e-4 * torch.sign(torch.sin(torch.arange(1000.0)))  # ~1.5-3 tolerances off, everywhere
@@ -210,8 +211,8 @@ def test_the_room_is_the_ordinary_trials_worst_and_never_excuses_a_candidate_the
     import pytest
     import torch
 
-    from harness import check
-    from harness.verdict import Verdict
+    from harness.common import check
+    from harness.common.verdict import Verdict
 
     truth = torch.linspace(-1, 1, 1000, dtype=torch.float64)
     off = (truth + 3e-3 * torch.sign(torch.cos(torch.arange(1000.0, dtype=torch.float64)))).float()  # 15-30 tolerances

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from support import FAST_CONFIG, FIXTURES, ROOT
-from harness import discover
+from harness.common import discover
 
 KERNELBENCH = FIXTURES / "kernelbench"
 GENERATIONS = FIXTURES / "generations"

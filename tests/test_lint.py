@@ -1,12 +1,13 @@
-"""The problem lint (harness/lint.py): a reference that ignores its inputs, or that zeros or a constant would pass, is
+"""The problem lint (harness/judge/lint.py): a reference that ignores its inputs, or that zeros or a constant would pass, is
 found before anyone benchmarks against it; one too large for the machine is not checked, with the sizes to shrink."""
 from pathlib import Path
 
 import pytest
 import torch
 
-from harness import lint, problem_info
-from harness.config import build_config
+from harness.judge import lint
+from harness.common import problem_info
+from harness.common.config import build_config
 
 PROBLEM = '''
 import torch

@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from harness.load import load_module
+from harness.common.load import load_module
 
 SOURCE = "batch_size = 4096\nshape = (1, 2)\nname = 'x'\ndef size():\n    return batch_size\n"
 

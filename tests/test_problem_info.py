@@ -1,11 +1,11 @@
-"""What a problem asks for, sized on the meta device (harness/problem_info.py), and the memory shortfall message."""
+"""What a problem asks for, sized on the meta device (harness/common/problem_info.py), and the memory shortfall message."""
 from pathlib import Path
 from types import SimpleNamespace
 
 import torch
 
-from harness import problem_info
-from harness.load import load_module
+from harness.common import problem_info
+from harness.common.load import load_module
 
 ROOT = Path(__file__).resolve().parents[1]
 

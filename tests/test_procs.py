@@ -4,7 +4,7 @@ import subprocess
 import sys
 import time
 
-from harness import procs
+from harness.common import procs
 
 
 def test_orphans_are_killed_and_helpers_spared():

@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from harness import records, store
-from harness.errors import UserError
-from harness.records import Result
-from harness.verdict import Status
+from harness.common import records, store
+from harness.common.errors import UserError
+from harness.common.records import Result
+from harness.common.verdict import Status
 
 
 def test_status_is_typed_and_reads_as_its_name():
@@ -61,15 +61,16 @@ def test_the_docs_table_of_fields_is_made_from_the_result_declaration():
     """docs/results.md holds records.fields_table() as it is now: a field added to Result without its doc fails here."""
     from pathlib import Path
 
-    from harness import records
+    from harness.common import records
 
     docs = (Path(__file__).resolve().parents[1] / "docs" / "results.md").read_text()
-    assert records.fields_table() in docs, "regenerate the table: python -c 'from harness import records; print(records.fields_table())'"
+    assert records.fields_table() in docs, "regenerate the table: python -c 'from harness.common import records; print(records.fields_table())'"
     assert all(f.metadata["doc"] for f in dataclasses.fields(records.Result))
 
 
 def test_speedups_csv_shows_the_readmes_contract_fields_in_order():
-    from harness import records, report
+    from harness.common import records
+    from harness.runner import report
 
     contract = ["problem", "solution", "status", "flags", "speedup", "speedup_ci_low", "speedup_ci_high", "tie",
                 "ref_ms", "new_ms", "max_abs_err", "max_rel_err", "gbps", "tflops", "sol_pct", "ref_sol_pct",

@@ -2,9 +2,9 @@
 import pandas as pd
 from rich.console import Console
 
-from harness import gate, report
-from harness.records import Result
-from harness.verdict import Status
+from harness.runner import gate, report
+from harness.common.records import Result
+from harness.common.verdict import Status
 
 
 def results():
@@ -69,7 +69,7 @@ def test_a_skip_reason_is_shown_whole_with_its_advice():
 
 
 def test_an_empty_plot_says_why(monkeypatch):
-    from harness import boards
+    from harness.runner import boards
 
     said = []
     monkeypatch.setattr(boards, "say_empty", lambda ax: said.append(ax))

@@ -6,7 +6,7 @@ import sys
 import time
 
 from support import FAST_CONFIG, FIXTURES, ROOT
-from harness import store
+from harness.common import store
 
 ADVERSARIAL = ROOT / "tests" / "adversarial" / "cpu"
 SOLUTIONS = [FIXTURES / "solutions" / "fx_relu" / "correct_torch.py", FIXTURES / "solutions" / "fx_relu" / "aa_reference.py",

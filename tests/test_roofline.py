@@ -1,8 +1,8 @@
-"""Speed of light (harness/roofline.py): the floor, and the device's peaks measured once."""
+"""Speed of light (harness/judge/roofline.py): the floor, and the device's peaks measured once."""
 import pytest
 import torch
 
-from harness import roofline
+from harness.judge import roofline
 
 
 def test_roofline_floor_and_sol():

@@ -1,11 +1,11 @@
-"""The runner's decisions per pair (harness/runner.py), before any judge: what --resume matches on, and the pairs that
+"""The runner's decisions per pair (harness/runner/runner.py), before any judge: what --resume matches on, and the pairs that
 end before a process starts."""
 from pathlib import Path
 
 from support import FAST_CONFIG, ROOT
-from harness import runner
-from harness.config import build_config
-from harness.discover import Pair
+from harness.runner import runner
+from harness.common.config import build_config
+from harness.common.discover import Pair
 
 PROBLEM = ROOT / "problems" / "sigmoid.py"
 

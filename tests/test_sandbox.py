@@ -1,4 +1,4 @@
-from harness.sandbox import BoundedLog
+from harness.judge.sandbox import BoundedLog
 
 
 def test_bounded_log_keeps_head_and_tail():

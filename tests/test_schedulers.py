@@ -3,9 +3,10 @@ import threading
 import time
 
 from support import FAST_CONFIG, FIXTURES, NoJudges
-from harness import discover, judge_processes, runner, store
-from harness.config import build_config
-from harness.records import Result
+from harness.common import discover, store
+from harness.runner import judges, runner
+from harness.common.config import build_config
+from harness.common.records import Result
 
 
 def test_pairs_spread_over_devices_one_at_a_time(tmp_path, monkeypatch):
@@ -26,7 +27,7 @@ def test_pairs_spread_over_devices_one_at_a_time(tmp_path, monkeypatch):
                       device=ctx.device)
 
     monkeypatch.setattr(runner, "evaluate_pair", fake_evaluate)
-    monkeypatch.setattr(judge_processes, "JudgeStarter", lambda *args, **kwargs: NoJudges())  # no GPU here to start them on
+    monkeypatch.setattr(judges, "JudgeStarter", lambda *args, **kwargs: NoJudges())  # no GPU here to start them on
     solutions = sorted((FIXTURES / "solutions" / "fx_relu").iterdir())
     pairs = discover.find_pairs([str(FIXTURES / "problems" / "fx_relu.py")], [str(s) for s in solutions])
     pairs = pairs + [discover.Pair(p.problem, p.problem_path, p.solution + "_again", p.solution_path) for p in pairs]
@@ -52,7 +53,7 @@ def test_a_resumed_run_with_every_pair_recorded_starts_no_judge(tmp_path, monkey
     def no_judge(*args, **kwargs):
         raise AssertionError("a judge was started for a run with nothing left to judge")
 
-    monkeypatch.setattr(judge_processes, "JudgeStarter", no_judge)
+    monkeypatch.setattr(judges, "JudgeStarter", no_judge)
     config = build_config(str(FAST_CONFIG), {"device": "cpu"})
     (pair,) = discover.find_pairs([str(FIXTURES / "problems" / "fx_relu.py")],
                                   [str(FIXTURES / "solutions" / "fx_relu" / "correct_torch.py")])

@@ -10,8 +10,9 @@ import pytest
 import torch
 
 from support import FAST_CONFIG, FIXTURES, ROOT
-from harness import boards, gate, semantics
-from harness.records import Result
+from harness.runner import boards, gate
+from harness.common import semantics
+from harness.common.records import Result
 
 DEFAULT_MODE = {
     ("fx_naive_variance", "accumulates_in_float64"), ("fx_naive_variance", "mean_absolute_deviation"),

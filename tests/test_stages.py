@@ -1,9 +1,9 @@
-"""The stages of a pair and their deadlines (harness/stages.py): every stage the judge announces has one."""
+"""The stages of a pair and their deadlines (harness/common/stages.py): every stage the judge announces has one."""
 import re
 
 from support import FAST_CONFIG, ROOT
-from harness import stages
-from harness.config import build_config
+from harness.common import stages
+from harness.common.config import build_config
 
 
 def config(**changes) -> dict:
@@ -12,7 +12,7 @@ def config(**changes) -> dict:
 
 def test_every_stage_the_judge_announces_has_a_deadline():
     """Top-level phases (no dot) are the stages the judge announces; each needs a deadline in the runner."""
-    source = "".join((ROOT / "harness" / name).read_text() for name in ("judge.py", "judge_timing.py"))
+    source = "".join((ROOT / "harness" / "judge" / name).read_text() for name in ("judge.py", "timing.py"))
     announced = {name for name in re.findall(r'self\.phase\("([^"]+)"\)', source) if "." not in name}
     deadlines = stages.stage_deadlines(config())
     assert announced and announced | {"start"} == set(deadlines), (announced, set(deadlines))

@@ -3,8 +3,8 @@ import random
 import numpy as np
 import pytest
 
-from harness.config import build_config
-from harness import stats
+from harness.common.config import build_config
+from harness.common import stats
 
 
 def test_speedup_is_the_median_round_ratio_inside_its_ci():

@@ -1,6 +1,6 @@
 import json
 
-from harness import store
+from harness.common import store
 
 
 def test_append_and_read_back(tmp_path):

@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import torch
 
-from harness import timing
+from harness.worker import timing
 
 
 def test_cpu_timer_measures_a_sleep_with_wall_clock_beside():

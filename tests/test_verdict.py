@@ -6,9 +6,10 @@ import pandas as pd
 import pytest
 
 from support import ROOT
-from harness import boards, gate, verdict
-from harness.records import Result
-from harness.verdict import FLAGS, Status
+from harness.runner import boards, gate
+from harness.common import verdict
+from harness.common.records import Result
+from harness.common.verdict import FLAGS, Status
 
 
 def timed(solution: str, speedup: float, *flags: str, problem: str = "p") -> Result:
@@ -56,7 +57,7 @@ def test_flags_are_checked_by_name():
 
 def test_every_flag_the_harness_sets_is_a_known_one():
     """Flags are set by name across the judge's modules: each name there must be in verdict.FLAGS."""
-    source = "\n".join(p.read_text() for p in (ROOT / "harness").glob("*.py"))
+    source = "\n".join(p.read_text() for p in (ROOT / "harness").rglob("*.py"))
     used = set(re.findall(r'flags\.append\((?:flag\()?"(\w+)"', source))
     used |= set(re.findall(r'flag\("(\w+)"\)', source))
     used |= {m for args in re.findall(r'Verdict\(Status\.\w+, [^\n]*?((?:, "\w+")+)\)', source)

@@ -6,7 +6,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from harness import channel, worker
+from harness.common import channel
+from harness.worker import worker
 
 
 def poisoned_reuse(device: str, size: int = 4096) -> torch.Tensor:
@@ -291,7 +292,7 @@ def test_poisoning_covers_each_output_where_the_outputs_differ_in_size():
 
 def test_a_graphs_inputs_move_with_their_contents_for_a_confirmation_blocks_capture():
     """Worker.move_graph_inputs (op_replace, before a graph is captured again): new offsets, the same contents."""
-    from harness.inputs import MovingCopies
+    from harness.common.inputs import MovingCopies
 
     x, y = torch.arange(4096, dtype=torch.float32).reshape(64, 64), torch.arange(10)
     fake = SimpleNamespace(moving_inputs=MovingCopies([x, y, 3]))

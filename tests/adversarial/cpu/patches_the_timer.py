@@ -1,6 +1,6 @@
 """Timing attack: the candidate knows our source and patches the worker's bound clock so that every
 window reads 20x shorter. The judge's own clock around each request disagrees: timer_tampering."""
-import harness.timing as timing
+from harness.worker import timing
 import torch
 import torch.nn as nn
 

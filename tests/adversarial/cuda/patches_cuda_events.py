@@ -1,6 +1,6 @@
 """Timing attack: replaces the worker's bound CUDA event class with one whose elapsed_time is 20x too short.
 The judge's own clock around each request disagrees: timer_tampering."""
-import harness.timing as timing
+from harness.worker import timing
 import torch
 import torch.nn as nn
 

@@ -1,0 +1,1 @@
+"""What every process of a run uses: config, records, verdicts, the wires between processes, checks and statistics."""

@@ -1,0 +1,272 @@
+"""Run configuration: configs/default.yaml < --config FILE < command-line flags, validated."""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+
+from harness.common.errors import UserError
+
+# The modules' mode (harness.common.semantics): `constructed` leaves them as __init__ does (KernelBench's), `eval` puts both
+# in eval mode with random BatchNorm statistics.
+MODES = ("constructed", "eval")
+
+DEFAULT_PATH = Path(__file__).resolve().parents[2] / "configs" / "default.yaml"
+DTYPES = ("float32", "float16", "bfloat16", "float64")
+# Keys that say where files go, not what is measured: left out of the config hash.
+UNHASHED = ("results_dir", "build_cache_dir", "peaks_cache_dir", "output_limit_bytes")
+
+
+class ConfigError(UserError):
+    """A bad configuration: the CLI prints it and exits 2."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """The run's settings, validated once (build_config). What each means, and its default: configs/default.yaml."""
+
+    device: str  # where to run
+    timeout: float  # seconds per worker request
+    compile_timeout: int
+    start_timeout: int
+    kill_grace_s: int
+    trials: int  # correctness: trials on get_inputs() ...
+    wide_trials: int  # ... and on wider inputs
+    wide_input_scale: float
+    init_seed: int
+    mode: str  # MODES
+    precision: str  # PRECISIONS
+    tolerances: dict  # {dtype: {atol, rtol}}
+    problem_tolerances: dict  # {problem: {atol, rtol}}
+    fp64_truth: bool
+    fp64_memory_fraction: float
+    truth_accuracy_factor: float
+    reduced_precision_ratio: float
+    compare_chunk_elems: int
+    warmup: int  # timing
+    min_rounds: int
+    max_rounds: int
+    target_ci_pct: float
+    cpu_target_ci_pct: float
+    min_timing_s: float
+    max_timing_s: float
+    gate_timing_s: float
+    gpu_probe_ms: float
+    gpu_drain_s: float
+    interference_rounds: int
+    cold_cache: bool
+    launch_lead_us: float
+    workers_share_cpu: bool
+    compile_baseline: bool
+    timing_resolution_pct: float
+    batched_resolution_pct: float
+    cpu_resolution_pct: float
+    host_bound_resolution_pct: float
+    host_bound_spread_pct: float
+    gpu_resolution_pct: dict  # {part of a GPU's name: percent}
+    process_band_pct: float
+    process_blocks: int
+    replace_pad_mb: int
+    excessive_speedup: float
+    output_limit_bytes: int
+    build_cache_dir: str  # builds
+    prebuild: str
+    build_workers: int
+    judges_ahead: int  # judge processes
+    peaks_cache_dir: str
+    results_dir: str
+
+    @property
+    def total_trials(self) -> int:
+        """Correctness trials in all, ordinary and wide."""
+        return self.trials + self.wide_trials
+
+    def replace(self, **changes) -> "Config":
+        """A copy with some settings changed (not validated again: for the harness's own variations and tests)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """As JSON carries it (to a judge, a build process, the run's meta.json)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> "Config":
+        """Back from to_dict()."""
+        return cls(**values)
+
+
+def load_defaults() -> dict[str, Any]:
+    """The defaults, read from configs/default.yaml (the file that documents them)."""
+    return read_yaml(DEFAULT_PATH)
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    """Parse a YAML mapping, turning every failure into a ConfigError."""
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"Config file not found: {path}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"Config file {path} is not valid YAML: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"Config file {path} must hold a mapping of keys to values")
+    return data
+
+
+def build_config(config_file: Optional[str] = None, overrides: Optional[dict] = None) -> Config:
+    """Merge defaults, an optional YAML file and CLI overrides; validate the result."""
+    config = load_defaults()
+    layers = []
+    if config_file:
+        layers.append((f"config file {config_file}", read_yaml(Path(config_file))))
+    layers.append(("command line", {k: v for k, v in (overrides or {}).items() if v is not None}))
+    for origin, layer in layers:
+        for key, value in layer.items():
+            if key not in config:
+                raise ConfigError(f"Unknown config key '{key}' in {origin}. {suggest(key, config)}")
+            config[key] = validate_value(key, value, config[key], origin)
+    config = Config(**config)
+    check_relations(config)
+    return config
+
+
+PRECISIONS = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}  # --precision -> torch dtype name
+
+
+def suggest(word: str, choices) -> str:
+    """'Did you mean ...?' for a misspelt name, or the list of valid names."""
+    import difflib
+
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    if close:
+        return f"Did you mean '{close[0]}'?"
+    return "Valid keys: " + ", ".join(sorted(choices))
+
+
+def validate_value(key: str, value: Any, default: Any, origin: str) -> Any:
+    """Check one value against the type of its default and the key's own rule."""
+    if key == "tolerances":
+        return validate_tolerances(value, default, origin)
+    if key == "problem_tolerances":
+        return validate_problem_tolerances(value, origin)
+    if key == "gpu_resolution_pct":
+        return validate_gpu_resolution(value, origin)
+    if key == "device":
+        return validate_device(value, origin)
+    if key == "prebuild" and isinstance(value, bool):  # YAML reads a bare on/off as a boolean
+        return "on" if value else "off"
+    expected = type(default)
+    if expected is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if type(value) is not expected:
+        raise ConfigError(
+            f"Bad value for '{key}' in {origin}: {value!r} (expected {expected.__name__})"
+        )
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+        raise ConfigError(f"Bad value for '{key}' in {origin}: {value!r} (must not be negative)")
+    return value
+
+
+def validate_device(value: Any, origin: str) -> str:
+    """A device is auto, cpu, cuda or cuda:N."""
+    if not isinstance(value, str) or not re.fullmatch(r"auto|cpu|cuda(:\d+)?", value):
+        raise ConfigError(f"Bad value for 'device' in {origin}: {value!r} (expected auto, cpu, cuda or cuda:N)")
+    return value
+
+
+def validate_tolerance_pair(where: str, pair: Any, origin: str) -> dict[str, float]:
+    """One {atol, rtol} mapping of non-negative numbers."""
+    if not isinstance(pair, dict) or set(pair) - {"atol", "rtol"}:
+        raise ConfigError(f"Bad tolerance for {where} in {origin}: {pair!r} (expected {{atol: X, rtol: Y}})")
+    out = {}
+    for name, number in pair.items():
+        if isinstance(number, bool) or not isinstance(number, (int, float)) or number < 0:
+            raise ConfigError(f"Bad {name} for {where} in {origin}: {number!r} (expected a number >= 0)")
+        out[name] = float(number)
+    return out
+
+
+def validate_tolerances(value: Any, default: dict, origin: str) -> dict:
+    """Per-dtype tolerances; a partial mapping updates the defaults."""
+    if not isinstance(value, dict):
+        raise ConfigError(f"Bad value for 'tolerances' in {origin}: expected a mapping of dtype to {{atol, rtol}}")
+    merged = copy.deepcopy(default)
+    for dtype, pair in value.items():
+        if dtype not in DTYPES:
+            raise ConfigError(f"Unknown dtype '{dtype}' in tolerances ({origin}); known: {', '.join(DTYPES)}")
+        merged[dtype] = {**merged.get(dtype, {}), **validate_tolerance_pair(dtype, pair, origin)}
+    return merged
+
+
+def validate_problem_tolerances(value: Any, origin: str) -> dict:
+    """Per-problem {atol, rtol} overrides keyed by problem name."""
+    if not isinstance(value, dict):
+        raise ConfigError(f"Bad value for 'problem_tolerances' in {origin}: expected a mapping")
+    return {str(name): validate_tolerance_pair(f"problem {name}", pair, origin) for name, pair in value.items()}
+
+
+def validate_gpu_resolution(value: Any, origin: str) -> dict:
+    """{part of a GPU's name: a resolution in percent, at least 0 and under 10}."""
+    if not isinstance(value, dict):
+        raise ConfigError(f"Bad value for 'gpu_resolution_pct' in {origin}: expected a mapping of GPU name to percent")
+    out = {}
+    for name, pct in value.items():
+        if isinstance(pct, bool) or not isinstance(pct, (int, float)) or not 0 <= pct < 10:
+            raise ConfigError(f"Bad resolution for GPU {name!r} in {origin}: {pct!r} (expected a number from 0 to 10)")
+        out[str(name)] = float(pct)
+    return out
+
+
+def check_relations(config: Config) -> None:
+    """Rules that tie two keys together."""
+    if config.min_rounds < 2:
+        raise ConfigError("min_rounds must be at least 2 (a CI needs several rounds)")
+    if config.max_rounds < config.min_rounds:
+        raise ConfigError("max_rounds must be >= min_rounds")
+    if config.total_trials < 1:
+        raise ConfigError("trials + wide_trials must be at least 1")
+    if config.timeout <= 0 or config.compile_timeout <= 0:
+        raise ConfigError("timeout and compile_timeout must be positive")
+    if not 0 < config.target_ci_pct <= 50 or not 0 < config.cpu_target_ci_pct <= 50:
+        raise ConfigError("target_ci_pct and cpu_target_ci_pct must be above 0 and at most 50")
+    for key in ("timing_resolution_pct", "batched_resolution_pct", "cpu_resolution_pct", "host_bound_resolution_pct"):
+        if not 0 <= getattr(config, key) < 10:
+            raise ConfigError(f"{key} must be at least 0 and under 10")
+    if config.process_blocks < 1 or config.process_band_pct < 0 or config.replace_pad_mb < 0:
+        raise ConfigError("process_blocks must be at least 1; process_band_pct and replace_pad_mb at least 0")
+    if config.host_bound_spread_pct <= 0:
+        raise ConfigError("host_bound_spread_pct must be positive")
+    if not 0 <= config.launch_lead_us <= 100000:
+        raise ConfigError("launch_lead_us must be from 0 to 100000")
+    if config.judges_ahead < 0:
+        raise ConfigError("judges_ahead must be 0 or more")
+    if config.precision not in PRECISIONS:
+        raise ConfigError(f"Bad value for 'precision': {config.precision!r} (expected {', '.join(PRECISIONS)})")
+    if config.mode not in MODES:
+        raise ConfigError(f"Bad value for 'mode': {config.mode!r} (expected {' or '.join(MODES)})")
+    if config.truth_accuracy_factor < 1:
+        raise ConfigError("truth_accuracy_factor must be at least 1")
+    if config.prebuild not in ("auto", "on", "off"):
+        raise ConfigError(f"Bad value for 'prebuild': {config.prebuild!r} (expected auto, on or off)")
+
+
+def tolerance_for(config: Config, problem: str, dtype: str) -> dict[str, float]:
+    """The tolerance for one problem and output dtype: a per-problem override wins."""
+    if problem in config.problem_tolerances:
+        return {**config.tolerances.get(dtype, config.tolerances["float32"]), **config.problem_tolerances[problem]}
+    return config.tolerances.get(dtype, config.tolerances["float32"])
+
+
+def config_hash(config: Config) -> str:
+    """A short hash of everything in the config that can change a result."""
+    relevant = {k: v for k, v in config.to_dict().items() if k not in UNHASHED}
+    blob = json.dumps(relevant, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]

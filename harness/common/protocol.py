@@ -1,0 +1,150 @@
+"""The runner <-> judge wire: the one place its messages are defined, written and read (channel.py is the judge <->
+worker one). One message a line. The runner writes to the judge's stdin: Start, then Warm (a judge started ahead may
+start CUDA), then Job, then Go at a gated pair's timing, or End (the run needs this judge no more). The judge writes
+to its report pipe: ReadyToWarm, Warmed, Workers, a Stage as each begins, Footprint once it has sized a GPU pair, and last
+Outcome (its Result).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from dataclasses import dataclass
+
+from harness.common.config import Config
+
+
+@dataclass(frozen=True)
+class Start:
+    """The run's config; the GPU to warm up on when told (a judge started ahead); when the runner started it."""
+    config: Config
+    warm_device: str | None
+    started_at: float
+
+
+@dataclass(frozen=True)
+class Warm:
+    """Start CUDA and the profiler now: no pair on this GPU is being timed."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """The pair to judge (problem, candidate, paths and sources, device, the run's secret, its "config": a Config,
+    ...), when it was sent, and whether the judge waits for Go before its timing."""
+    job: dict
+    sent_at: float
+    gated: bool
+
+
+@dataclass(frozen=True)
+class Go:
+    """A gated pair may time now."""
+
+
+@dataclass(frozen=True)
+class End:
+    """The run ended before it needed this judge."""
+
+
+@dataclass(frozen=True)
+class ReadyToWarm:
+    """A judge started ahead is done with its CPU start-up and waits for Warm."""
+
+
+@dataclass(frozen=True)
+class Warmed:
+    """Its warm-up is over."""
+
+
+@dataclass(frozen=True)
+class Workers:
+    """Its workers' PIDs (each leads its own process group)."""
+    pids: list
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A stage of the pair begins (stages.py)."""
+    name: str
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """What a GPU pair needs (footprint.pair_need) and whether that crowds the GPU (footprint.crowds_the_gpu): then
+    no judge ahead may hold CUDA contexts beside it."""
+    need_mb: int
+    device_mb: int
+    crowded: bool
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The pair's Result, as records.Result.to_dict() writes it."""
+    result: dict
+
+
+def encode(message) -> str:
+    """One message as its line."""
+    if isinstance(message, Go):
+        return "go\n"
+    if isinstance(message, End):
+        return "\n"
+    if isinstance(message, Job):
+        fields = {**message.job, "config": message.job["config"].to_dict(), "sent_at": message.sent_at,
+                  "gated": message.gated}
+    elif isinstance(message, Start):
+        fields = {"config": message.config.to_dict(), "warm_device": message.warm_device, "started_at": message.started_at}
+    elif isinstance(message, Footprint):
+        fields = {"footprint": dataclasses.asdict(message)}
+    else:
+        field = FIELDS.get(type(message))
+        fields = {KEYS[type(message)]: getattr(message, field) if field else True}
+    return json.dumps(fields) + "\n"
+
+
+KEYS = {Outcome: "result", ReadyToWarm: "ready_to_warm", Warmed: "warmed", Stage: "stage", Workers: "workers",
+        Footprint: "footprint", Warm: "warm"}  # (in the order a line is recognised)
+FIELDS = {Workers: "pids", Stage: "name", Outcome: "result"}
+
+
+def from_runner(line: str):
+    """A line the judge read on its stdin, as a message; ValueError for anything else."""
+    if not line.strip():
+        return End()
+    if line.strip() == "go":
+        return Go()
+    fields = json_object(line)
+    if "sent_at" in fields:  # (a job carries the config too)
+        job = {k: v for k, v in fields.items() if k not in ("sent_at", "gated")}
+        return Job({**job, "config": Config.from_dict(job["config"])}, fields["sent_at"], bool(fields.get("gated")))
+    if "started_at" in fields:
+        return Start(Config.from_dict(fields["config"]), fields.get("warm_device"), fields["started_at"])
+    if fields.get("warm"):
+        return Warm()
+    raise ValueError(f"not a message of the runner's: {line[:100]!r}")
+
+
+def next_from_runner():
+    """The runner's next message on this judge's stdin (End when it closed it)."""
+    return from_runner(sys.stdin.readline())
+
+
+def from_judge(line: str):
+    """A line the runner read from a judge, as a message; None for a JSON object that is none (ignored); ValueError
+    for a line that is no JSON object."""
+    fields = json_object(line)
+    for kind, key in KEYS.items():
+        if key in fields and kind is not Warm:
+            if kind is Workers and not isinstance(fields[key], list):
+                return None
+            if kind is Footprint:
+                return Footprint(int(fields[key]["need_mb"]), int(fields[key]["device_mb"]), bool(fields[key]["crowded"]))
+            return kind(fields[key]) if kind in FIELDS else kind()
+    return None
+
+
+def json_object(line: str) -> dict:
+    fields = json.loads(line)
+    if not isinstance(fields, dict):
+        raise ValueError(f"expected a JSON object, got {line[:100]!r}")
+    return fields

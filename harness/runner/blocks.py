@@ -1,0 +1,95 @@
+"""A claim checked on fresh workers: a worker process carries its own timing offset (where its allocations landed), so a
+speedup near 1.0 that is no tie (its CI leaves out 1.0, or it lies off the tie band) is judged again on fresh judges
+and workers ("blocks"), and the pair's reported CI spans every block's: a claim stands only where each block's CI
+makes it. Runner side; pure functions of Results. Why and how much: docs/decisions/process-offset.md."""
+from __future__ import annotations
+
+import copy
+import math
+import statistics
+from typing import Callable
+
+from harness.common.config import Config
+from harness.common.records import Result
+from harness.common.stats import is_tie
+from harness.common.verdict import Status
+
+BLOCK_FIELDS = ("speedup", "speedup_ci_low", "speedup_ci_high", "ref_ms", "new_ms", "timing_rounds")
+
+
+def is_claim(result: Result) -> bool:
+    """A correct, timed pair whose speedup's CI leaves out 1.0."""
+    low, high = result.speedup_ci_low, result.speedup_ci_high
+    return (result.status == Status.CORRECT and isinstance(low, float) and isinstance(high, float)
+            and not low <= 1.0 <= high)
+
+
+def needs_confirmation(result: Result, cfg: Config) -> bool:
+    """Is this block no tie (a claim, or a speedup off the tie band) within the band where a process's own offset
+    could make it (process_band_pct)? An A/A block 2.4% off with a CI that holds 1.0 is no claim, but a point that
+    fresh blocks pull back to a tie (v0's 19_ReLU on the H200, session 57)."""
+    if cfg.process_blocks < 2 or result.status != Status.CORRECT or result.speedup is None or result.tie:
+        return False
+    if not isinstance(result.speedup_ci_low, float) or not isinstance(result.speedup_ci_high, float):
+        return False
+    return abs(math.log(result.speedup)) <= math.log1p(cfg.process_band_pct / 100)
+
+
+def judged_in_blocks(judge: Callable[[int], Result], cfg: Config) -> Result:
+    """judge(block) for block 1, then, while no tie stands within the band, for blocks 2..process_blocks; the merged
+    Result. A block that is not correct ends the pair with its own verdict (a fresh worker's wrong output is a
+    finding); blocks that already make the pair a tie end the confirmation early."""
+    first = judge(1)
+    if not needs_confirmation(first, cfg):
+        return first
+    blocks, result = [first], first
+    for block in range(2, cfg.process_blocks + 1):
+        one = judge(block)
+        if one.status != Status.CORRECT or one.speedup is None:
+            return failed_block(first, one, block)
+        blocks.append(one)
+        result = merged(blocks)
+        if not is_claim(result) and result.tie:  # nothing claimed, and no block left to move the point off a tie
+            break
+    return result
+
+
+def merged(blocks: list) -> Result:
+    """One Result from the blocks: correctness from the first (all its trials); the speedup the blocks' median (the
+    geometric mean of two), the other timing figures the nearest block's; the CI the hull of every block's; flags from
+    all; and each block's figures in `blocks`."""
+    speedup = math.exp(statistics.median(math.log(r.speedup) for r in blocks))
+    middle = min(blocks, key=lambda r: abs(math.log(r.speedup / speedup)))
+    result = copy.deepcopy(blocks[0])
+    for name in ("speedup", "ref_ms", "new_ms", "gbps", "ref_gbps", "tflops", "ref_tflops", "sol_pct", "ref_sol_pct",
+                 "ref_samples_ms", "new_samples_ms", "ref_wall_ms", "new_wall_ms", "timing_rounds", "clocks",
+                 "ref_timer", "new_timer", "ref_batch", "new_batch", "round_order"):
+        setattr(result, name, copy.deepcopy(getattr(middle, name)))
+    result.speedup = speedup
+    result.speedup_ci_low = min(r.speedup_ci_low for r in blocks)
+    result.speedup_ci_high = max(r.speedup_ci_high for r in blocks)
+    result.tie = is_tie({"speedup": result.speedup, "speedup_ci_low": result.speedup_ci_low,
+                         "speedup_ci_high": result.speedup_ci_high})
+    for block in blocks[1:]:
+        result.flags += [f for f in block.flags if f not in result.flags]
+        result.notes += [n for n in block.notes if n not in result.notes]
+        result.timed_outputs_checked = (result.timed_outputs_checked or 0) + (block.timed_outputs_checked or 0)
+    result.blocks = [figures(r) for r in blocks]
+    phases = dict(result.phases_s or {})
+    phases["confirmation_blocks"] = round(sum((r.wall_s or 0.0) for r in blocks[1:]), 3)
+    result.phases_s = phases
+    return result
+
+
+def failed_block(first: Result, failed: Result, block: int) -> Result:
+    """The pair's Result when confirmation block `block` is not correct: that block's verdict, said so."""
+    result = copy.deepcopy(failed)
+    result.error = f"confirmation block {block} on fresh workers: {failed.error}"
+    result.blocks = [figures(first), figures(failed)]
+    return result
+
+
+def figures(block: Result) -> dict:
+    """One block's entry in `blocks`: its speedup, CI, medians, rounds and wall seconds."""
+    return {name: getattr(block, name) for name in (*BLOCK_FIELDS, "wall_s")}
+

@@ -1,0 +1,136 @@
+"""The build stage: candidates that build an extension are imported ahead of their evaluation, in
+CPU-only workers, a pool of them at once, so that the extension is in the build cache when a GPU takes
+the pair. Usage (the runner's): python -m harness.runner.builds < JOB.json
+
+A failed build ends the pair as `compile_error` without touching a GPU; anything else that goes wrong at
+import here (a candidate that needs a GPU already at import, say) is left for the evaluation to judge.
+The runner only calls `prebuild`, which starts this module as a process: the runner never imports torch.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from harness.common.config import Config
+from harness.common.devices import is_gpu
+from harness.common.discover import sha256_text
+from harness.common.extensions import build_failure, candidate_build_env
+from harness.common.records import Result, failure, one_line
+from harness.common.verdict import Status
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def pool_size(cfg: Config) -> int:
+    """build_workers, or half the cores, at most one per 4 GiB of available memory, at most 8."""
+    if cfg.build_workers:
+        return cfg.build_workers
+    available_gib = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**30
+    return max(1, min((os.cpu_count() or 2) // 2, int(available_gib // 4), 8))
+
+
+def enabled(cfg: Config, device: str) -> bool:
+    """prebuild: on, off, or auto (on for GPU runs; on the CPU, builds would disturb timings)."""
+    return cfg.prebuild == "on" or (cfg.prebuild == "auto" and is_gpu(device))
+
+
+@dataclass
+class Prebuilt:
+    """What the build stage did for one pair: the Result when the pair ended there, and its times."""
+
+    result: Optional[Result] = None
+    build_s: float = 0.0  # seconds inside torch's extension builders (near 0 on a build-cache hit)
+    wall_s: float = 0.0  # the builder process, start to end
+
+    def add_to(self, result: Result) -> Result:
+        """Count the stage's build time in the pair's compile_s, and its wall time in phases_s."""
+        result.compile_s = round((result.compile_s or 0.0) + self.build_s, 3)
+        result.phases_s = {**(result.phases_s or {}), "build_stage": round(self.wall_s, 3)}
+        return result
+
+
+def prebuild(problem: str, problem_path: Path, solution: str, path: Path, source: str, overrides: dict,
+             build_dir: Path, arch: Optional[str], cfg: Config) -> Prebuilt:
+    """Build a candidate's extension in a builder process (importing it, and constructing ModelNew when
+    the import built nothing); its Result is set only when the pair ends here."""
+    job = {"path": str(path), "source": source, "overrides": overrides, "build_dir": str(build_dir), "arch": arch,
+           "config": cfg.to_dict(), "problem_path": str(problem_path)}
+    started = time.monotonic()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "harness.runner.builds"], cwd=ROOT, input=json.dumps(job),
+                              capture_output=True, text=True, timeout=cfg.compile_timeout + 120)
+        verdict = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (subprocess.TimeoutExpired, ValueError, IndexError):
+        return Prebuilt(wall_s=time.monotonic() - started)  # the evaluation will build (and judge) it
+    done = Prebuilt(build_s=float(verdict.get("build_s") or 0.0), wall_s=time.monotonic() - started)
+    if verdict.get("status") in (Status.COMPILE_ERROR.value, Status.TIMEOUT.value):
+        done.result = failure(problem, solution, Status(verdict["status"]), f"build stage: {verdict['error']}")
+    return done
+
+
+def toolchain_root(cache_dir: Path, torch_version: str, cuda_version: Optional[str], gpu: str) -> Path:
+    """Builds are reused only by the same torch, CUDA and GPU: one folder of the build cache for each."""
+    toolchain = f"torch-{torch_version}-cuda-{cuda_version}-{gpu}"
+    return Path(cache_dir) / "".join(c if c.isalnum() or c in ".-" else "_" for c in toolchain)
+
+
+def source_folder(root: Path, source: str) -> Path:
+    """Where one candidate's extensions are built: a folder per content of its source."""
+    return Path(root) / sha256_text(source)[:16]
+
+
+def build(job: dict) -> dict:
+    """Import (and perhaps construct) the candidate in a CPU-only worker: {"build_s": ...}, or
+    {"status": ..., "error": ...} when a failed build ended the pair."""
+    from harness.common import channel
+    from harness.judge.sandbox import Sandbox, WorkerFailure
+
+    cfg = Config.from_dict(job["config"])
+    env = candidate_build_env(job["build_dir"])
+    if job["arch"] and "TORCH_CUDA_ARCH_LIST" not in os.environ:
+        env["TORCH_CUDA_ARCH_LIST"] = job["arch"]  # what the judge will ask for: the same build, reused
+    sandbox = Sandbox({"CUDA_VISIBLE_DEVICES": ""}, cfg.output_limit_bytes, cfg.kill_grace_s)
+    try:
+        sandbox.greet("cpu", False, env)
+        reply = sandbox.request("import", cfg.compile_timeout, path=job["path"], source=job["source"],
+                                module_name="candidate_module", overrides=job["overrides"],
+                                problem=[Path(job["problem_path"]).read_text(), job["problem_path"]])
+        built_nothing = isinstance(reply, channel.Ok) and isinstance(reply.payload, dict) and not reply.payload.get("build_s")
+        init_args = problem_init_args(job) if built_nothing else None
+        if init_args is not None:  # nothing was built at import: ModelNew(...) may build in __init__
+            reply = sandbox.request("construct", cfg.timeout + cfg.compile_timeout, init_args=init_args,
+                                    init_seed=cfg.init_seed, state_dict={})
+    except WorkerFailure as exc:
+        return {"status": Status.TIMEOUT.value, "error": str(exc)} if exc.status == Status.TIMEOUT else {}
+    finally:
+        sandbox.close()
+    if isinstance(reply, channel.Ok):
+        return {"build_s": reply.payload.get("build_s", 0.0) if isinstance(reply.payload, dict) else 0.0}
+    summary = build_failure(reply.message, sandbox.log.text())
+    return {"status": Status.COMPILE_ERROR.value, "error": one_line(summary)} if summary else {}
+
+
+def problem_init_args(job: dict) -> Optional[list]:
+    """The problem's constructor arguments (its own trusted code, on the CPU), or None if they cannot be had."""
+    import torch
+
+    from harness.common.inputs import init_inputs
+    from harness.common.load import load_module
+
+    try:
+        problem = load_module(Path(job["problem_path"]).read_text(), job["problem_path"], "problem_module",
+                              job["overrides"])
+        with torch.device("cpu"):
+            return init_inputs(problem)
+    except Exception:
+        return None
+
+
+if __name__ == "__main__":
+    print(json.dumps(build(json.loads(sys.stdin.read()))))

@@ -1,0 +1,384 @@
+"""Judge processes seen from the runner: started (ahead of their pairs on GPU runs), given a pair, and
+watched stage by stage, each stage with a deadline, so that a run never waits on a judge for ever.
+
+A judge writes one JSON line per stage it enters ({"stage": NAME}), one with its workers' process groups
+({"workers": [PGID, ...]}), then its Result ({"result": {...}}). Never imports torch.
+"""
+from __future__ import annotations
+
+import math
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Optional
+
+from harness.common import protocol, stages, stopping
+from harness.common.config import Config
+from harness.common.devices import is_gpu
+from harness.runner.factory import FactoryGone, JudgeFactory
+from harness.common.records import Result, failure
+from harness.common.verdict import Status
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Judge and workers (which inherit this) must time alike on the CPU:
+# - glibc's malloc gets fixed thresholds: by default they move with each process's allocation history,
+#   so one process's outputs come from recycled heap and the other's from fresh pages it must fault in
+#   (seen here: an A/A pair on a 2-core machine off by 2-3% every run, a tie with these settings);
+# - and no thread cache: torch aligns its CPU tensors, and glibc frees the small remainder that an aligned
+#   allocation leaves behind into the thread cache, where it counts as in use. The tensor's chunk, freed, then
+#   cannot merge back into the heap's top, and the next call's same-sized aligned request does not fit in it:
+#   each call takes fresh pages and faults them in, a 16 MB sigmoid at 3.5-25 ms instead of 1.0 ms, and a pair's
+#   workers fell into that state at different times (A/A pairs at 0.25-0.85 on the 2-core CPU). The cache off
+#   is part of the cure, not all of it (judge_timing: each side's inputs copied right before its own window):
+#   bench/results/aa-coverage/cpu-2core-sigmoid-256x16384-{bf7d6ca,f8291a2}.md.
+JUDGE_ENV = {**os.environ, "MALLOC_MMAP_THRESHOLD_": str(32 << 20),
+             "MALLOC_TRIM_THRESHOLD_": str(1 << 30), "GLIBC_TUNABLES": "glibc.malloc.tcache_count=0"}
+# GPU runs: idle OpenMP threads sleep, not spin. Both workers are pinned to one CPU there (workers_share_cpu), where
+# a worker's own spinning threads would slow the thread that launches its kernels. Not on CPU runs: one side runs at a
+# time and the judge computes single-threaded, so nothing spins beside a timed call, and a call wakes its threads as
+# PyTorch does for its users (sleeping threads made a 256 KB sigmoid 92 us a call instead of 18 in one process, and
+# its A/A pairs on the 2-core CPU 0.97-1.10 instead of 0.98-1.01: bench/results/aa-coverage/).
+GPU_ENV = {"OMP_WAIT_POLICY": "PASSIVE"}
+USER_ENV = {k: os.environ[k] for k in ("OMP_WAIT_POLICY", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_",
+                                       "GLIBC_TUNABLES") if k in os.environ}  # the user's own settings win
+
+
+def judge_env(device: str) -> dict:
+    """The environment of the run's judges and workers (JUDGE_ENV, and GPU_ENV on a GPU run)."""
+    return {**JUDGE_ENV, **(GPU_ENV if is_gpu(device) else {}), **USER_ENV}
+
+
+JUDGE_COMMAND = (sys.executable, "-m", "harness.judge.judge")  # a judge of its own; most are forked from the judge factory
+
+
+class Judge:
+    """One judge process: its pipes, its log, and the lines it has sent (read by a thread of ours)."""
+
+    command = JUDGE_COMMAND
+
+    def __init__(self, ctx, device: Optional[str], warm: bool, log_path: Path,
+                 on_ready_to_warm: Callable[["Judge"], None] = lambda judge: None,
+                 factory: Optional[JudgeFactory] = None):
+        self.log_path, self.device = log_path, device
+        with open(log_path, "w") as log:
+            self.proc = None
+            if factory is not None and self.command == JUDGE_COMMAND:  # (tests replace the command)
+                try:
+                    self.proc = factory.fork(log)
+                except FactoryGone as exc:
+                    print(f"{exc}: judges are started as processes of their own", file=log, flush=True)
+            if self.proc is None:
+                self.proc = subprocess.Popen(list(self.command), cwd=ROOT, env=judge_env(ctx.device),
+                                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
+        self.lines: queue.Queue = queue.Queue()
+        self.outbox: queue.Queue = queue.Queue()
+        self.worker_groups: list = []
+        self.on_ready_to_warm = on_ready_to_warm
+        self.warmed = threading.Event()  # its warm-up (asked for with WARM) is over, or it is gone
+        self.taken = False  # given a pair: no WARM may follow the job on its stdin
+        self.warm_sent = False  # told to start CUDA
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._write, daemon=True).start()
+        warm_device = device if warm and device and is_gpu(device) else None
+        self.write(protocol.encode(protocol.Start(ctx.config, warm_device, time.time())))
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            try:
+                message = protocol.from_judge(line)
+            except ValueError as exc:  # follow_pair says so: the pair is a harness_error
+                message = exc
+            if isinstance(message, protocol.ReadyToWarm):  # a judge started ahead, done with its CPU start-up
+                self.on_ready_to_warm(self)
+            elif isinstance(message, protocol.Warmed):
+                self.warmed.set()
+            elif message is not None:
+                self.lines.put(message)
+        self.warmed.set()
+        self.lines.put(None)  # end of output: the judge exited (or closed it)
+
+    # (self.lines holds the judge's messages, judge_protocol's, a ValueError for a line that was none, None at its end)
+
+    def write(self, text: str, last: bool = False) -> None:
+        """Queue a line for the judge's stdin; `last` closes stdin after it (the judge reads nothing after its
+        job, and nobody else may). A thread writes, in order: a judge still starting up must not block us."""
+        self.outbox.put(text)
+        if last:
+            self.outbox.put(None)
+
+    def _write(self) -> None:
+        try:
+            while (text := self.outbox.get()) is not None:
+                self.proc.stdin.write(text)
+                self.proc.stdin.flush()
+            self.proc.stdin.close()
+        except (OSError, ValueError):  # the judge is gone: its output says so
+            pass
+
+    def kill(self) -> None:
+        """SIGKILL the judge and its workers' process groups (they would also die with the judge)."""
+        for group in self.worker_groups:
+            try:
+                os.killpg(int(group), signal.SIGKILL)
+            except (ProcessLookupError, PermissionError, ValueError, OverflowError):
+                pass
+        self.proc.kill()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:  # stuck in the kernel (a GPU driver call): leave it, move on
+            pass
+
+    def reap(self, wait_s: float = 30) -> None:
+        """Wait for a judge that has said its last (its Result, or its death), at most `wait_s`; then kill it."""
+        try:
+            self.proc.wait(wait_s)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+    def dismiss(self) -> None:
+        """Let an unused judge go: an empty line tells it to stop its workers and exit."""
+        self.write(protocol.encode(protocol.End()), last=True)
+        self.reap()
+        self.log_path.unlink(missing_ok=True)
+
+
+class JudgeStarter:
+    """Starts judge processes, ahead of their pairs on GPU runs: each imports torch and starts its two
+    workers while the pair before it runs there, so that a pair does not wait for any of that. `ahead`
+    judges wait per GPU, never more than the run has pairs left to judge (`pairs`). (Not on the CPU, where a
+    process starting up would disturb the timings of the pair that runs.)
+
+    A judge ahead asks before it starts CUDA and the profiler (`ready_to_warm`): their start-ups (~0.3 s of GPU,
+    bench/warmup_probe.py) show in a pair's timing windows (the GPU probe drops those rounds: 9 of 10 15 us A/A
+    pairs on the H100 lost rounds, 2 were flagged `interference`), and their contexts (three a judge, ~1.9 GiB on
+    the H100) take memory from the pair. So on a GPU where a pair runs, start-ups wait (`hold_warm_ups`) until
+    the pair has said it leaves room (a Footprint that does not crowd the GPU: `release_warm_ups`), and again from
+    its timing (which waits for those under way) to its end. A pair that crowds the GPU holds them to its end,
+    and the judges ahead that had started CUDA make room for it (`make_room`)."""
+
+    WARM = protocol.encode(protocol.Warm())
+    WARM_WAIT_S = 60.0  # a start-up stuck longer than this is the GPU probe's to catch
+
+    def __init__(self, ctx, devices: tuple, ahead: int, factory: bool = False, pairs: Optional[int] = None):
+        self.ctx, self.ahead, self.count = ctx, ahead, 0
+        self.left = math.inf if pairs is None else pairs  # pairs yet to take a judge (None: not known, no limit)
+        self.lock = threading.Lock()
+        self.use_factory, self.factory = factory, None  # judges forked from a factory process, started with the first
+        self.holding: set = set()  # devices where no judge ahead may start CUDA now
+        self.held: dict = {}  # device: judges ready to warm up, waiting for that device's pair
+        self.warming: dict = {}  # device: judges told to warm up
+        self.ready = {device: [] for device in devices}
+        for n in range(min(len(devices) * ahead, self.left)):
+            device = devices[n % len(devices)]
+            self.ready[device].append(self.start(device))
+
+    def start(self, device: Optional[str], ahead: bool = True) -> Judge:
+        """A judge process, given the run's config; its log is renamed after its pair once it has one."""
+        log_dir = self.ctx.run_dir / "logs"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        with self.lock:
+            self.count += 1
+            log_path = log_dir / f"judge-{os.getpid()}-{self.count}.log"
+            if self.use_factory and self.factory is None:  # (else each judge is a Python process of its own)
+                self.factory = JudgeFactory(judge_env(self.ctx.device), ROOT, log_dir / f"judge-factory-{os.getpid()}.log",
+                                            self.ctx.config.start_timeout)
+        return Judge(self.ctx, device, warm=ahead and bool(self.ahead), log_path=log_path,
+                     on_ready_to_warm=self.let_warm, factory=self.factory)
+
+    def let_warm(self, judge: Judge) -> None:
+        """A judge ahead may start CUDA now, unless its GPU's pair holds start-ups (then it waits for their release)."""
+        with self.lock:
+            if judge.taken:  # its pair began first: it starts CUDA itself, untimed
+                return
+            if judge.device in self.holding:
+                self.held.setdefault(judge.device, []).append(judge)
+                return
+            self.warm(judge)
+
+    def warm(self, judge: Judge) -> None:
+        """(under the lock)"""
+        self.warming.setdefault(judge.device, []).append(judge)
+        judge.warm_sent = True
+        judge.write(self.WARM)
+
+    def hold_warm_ups(self, device: str, wait: bool = True) -> float:
+        """No start-up may begin on `device`; with `wait` (a pair about to be timed there), those under way must
+        end: the seconds waited."""
+        started = time.monotonic()
+        with self.lock:
+            self.holding.add(device)
+            under_way = self.warming.pop(device, []) if wait else []
+        for judge in under_way:
+            judge.warmed.wait(max(0.0, self.WARM_WAIT_S - (time.monotonic() - started)))
+        return time.monotonic() - started
+
+    def release_warm_ups(self, device: str) -> None:
+        """The pair on `device` leaves room, or is no longer timed, or is over: the judges that waited start CUDA."""
+        with self.lock:
+            self.holding.discard(device)
+            for judge in self.held.pop(device, []):
+                if not judge.taken:
+                    self.warm(judge)
+
+    def make_room(self, device: str) -> None:
+        """The pair on `device` crowds it: the judges ahead there that started CUDA are let go (their contexts with
+        them) and others started in their place, which wait for the pair's end."""
+        with self.lock:
+            self.holding.add(device)
+            waiting = self.ready.get(device, [])
+            crowding = [judge for judge in waiting if judge.warm_sent]
+            self.ready[device] = [judge for judge in waiting if not judge.warm_sent]
+            self.warming.pop(device, None)
+        for judge in crowding:
+            threading.Thread(target=judge.dismiss, daemon=True).start()
+            replacement = self.start(device)
+            with self.lock:
+                self.ready[device].append(replacement)
+
+    def take(self, device: str, confirming: bool = False) -> Judge:
+        """A started judge for this device (and another one started in its place while the run has pairs for it,
+        unless the run was stopped). Start-ups on the device wait until the pair says it leaves room. A judge for a
+        confirmation block (harness.runner.blocks) is no pair of the run's: the pairs left stay as many."""
+        stopping.check()
+        with self.lock:
+            self.left -= 0 if confirming else 1
+            waiting = self.ready.get(device, [])
+            taken = waiting.pop(0) if waiting else None
+            if taken is not None:
+                taken.taken = True
+            if self.ahead:
+                self.holding.add(device)
+            more = self.ahead and sum(map(len, self.ready.values())) < self.left
+        if more:
+            replacement = self.start(device)
+            with self.lock:
+                self.ready.setdefault(device, []).append(replacement)
+        if taken is None:  # none was waiting: one for now, which starts CUDA with its pair
+            taken = self.start(device, ahead=False)
+            taken.taken = True
+        return taken
+
+    def close(self) -> None:
+        """Let the judges no pair needed go."""
+        with self.lock:
+            left = [judge for waiting in self.ready.values() for judge in waiting]
+            self.ready = {}
+        for judge in left:
+            judge.dismiss()
+        if self.factory is not None:
+            self.factory.close()
+
+
+def follow_pair(job: dict, judge: Judge, cfg: Config, log_dir: Path, stem: str,
+                on_stage: Callable[[str], None] = lambda stage: None,
+                starter: Optional[JudgeStarter] = None) -> Result:
+    """Give a pair's job to a judge and follow it stage by stage to its Result.
+
+    The job (with the run's secret) goes through a pipe and the Result comes back through one: neither is
+    ever a file a candidate could read or forge. A stage that outlives its deadline ends the pair as
+    `timeout`, naming the stage; a judge that dies or says nothing readable is a `harness_error`.
+    With judges started ahead (`starter`), the judge waits at its timing stages for a `go` line: sent once
+    no judge ahead is starting CUDA on its GPU, none starting until the pair's `finish`.
+    """
+    pair = FollowedPair(job, judge, cfg, stem, on_stage, starter)
+    try:
+        return pair.follow()
+    except (ValueError, TypeError, KeyError) as exc:
+        judge.kill()
+        return pair.failed(Status.HARNESS_ERROR, f"unreadable message from the judge in stage '{pair.stage}': {exc}")
+    finally:
+        pair.let_go()
+        judge.log_path.replace(log_dir / f"{stem}.judge.log")
+
+
+class FollowedPair:
+    """follow_pair's state: the judge's stage, when it began, and whether judges ahead are held for this pair's timing."""
+
+    def __init__(self, job: dict, judge: Judge, cfg: Config, stem: str, on_stage, starter):
+        self.job, self.judge, self.stem, self.on_stage, self.starter = job, judge, stem, on_stage, starter
+        self.deadlines = stages.stage_deadlines(cfg)
+        self.gated = starter is not None and bool(starter.ahead) and judge.device is not None
+        self.held = self.gated  # warm-ups of judges ahead held for this pair (take() began it)
+        judge.write(protocol.encode(protocol.Job(job, time.time(), self.gated)), last=not self.gated)
+        self.enter("start")
+
+    def follow(self) -> Result:
+        """The judge's lines until its Result, or the failure that ends the pair first."""
+        while True:
+            try:
+                message = self.judge.lines.get(timeout=max(self.deadlines[self.stage] - self.elapsed(), 0.0))
+            except queue.Empty:
+                self.judge.kill()
+                stopping.check()
+                return self.failed(Status.TIMEOUT, f"the judge was still in stage '{self.stage}' after its deadline "
+                                                   f"of {self.deadlines[self.stage]:g} s and was stopped")
+            if message is None:
+                self.judge.reap()
+                stopping.check()  # killed because the run was stopped: this pair records nothing
+                return self.failed(Status.HARNESS_ERROR, f"the judge process died in stage '{self.stage}' "
+                                                         f"({exit_reason(self.judge.proc.returncode)})")
+            if isinstance(message, ValueError):
+                raise message
+            if isinstance(message, protocol.Outcome):
+                result, exiting = Result.from_dict(message.result), time.monotonic()
+                self.judge.reap()  # it exits right after its Result
+                result.phases_s = {**(result.phases_s or {}), "judge_exit": round(time.monotonic() - exiting, 3)}
+                return result
+            if isinstance(message, protocol.Stage) and message.name in self.deadlines:
+                self.enter(message.name)
+            elif isinstance(message, protocol.Footprint) and self.held:
+                self.sized(message)
+            elif isinstance(message, protocol.Workers):
+                self.judge.worker_groups = message.pids
+
+    def enter(self, stage: str) -> None:
+        """The judge began `stage`: its deadline starts; a gated pair's timing holds the warm-ups of judges ahead
+        (if its footprint had not) and its end releases them."""
+        self.stage, self.started = stage, time.monotonic()
+        self.on_stage(stage)
+        if self.gated and stage == "timing_setup":
+            self.held = True
+            self.starter.hold_warm_ups(self.judge.device)
+            self.judge.write(protocol.encode(protocol.Go()), last=True)
+        elif self.held and stage == "finish":
+            self.held = False
+            self.starter.release_warm_ups(self.judge.device)
+
+    def sized(self, footprint: protocol.Footprint) -> None:
+        """The pair's need is known: the judges ahead may start CUDA beside it, or, if it crowds the GPU, make room."""
+        if footprint.crowded:
+            self.starter.make_room(self.judge.device)
+        else:
+            self.held = False
+            self.starter.release_warm_ups(self.judge.device)
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def failed(self, status: Status, message: str) -> Result:
+        return failure(self.job["problem"], self.job["solution"], status,
+                       f"{message}; see logs/{self.stem}.judge.log" if status == Status.HARNESS_ERROR
+                       else f"{message} (see logs/{self.stem}.judge.log)")
+
+    def let_go(self) -> None:
+        """Whatever happened: judges ahead released, the judge's stdin closed (a gated pair that ended before its
+        timing had it open)."""
+        if self.held:
+            self.starter.release_warm_ups(self.judge.device)
+        self.judge.outbox.put(None)
+
+
+def exit_reason(code: Optional[int]) -> str:
+    """A dead judge's exit code, and what a SIGKILL that the runner did not send (its deadlines are handled apart)
+    most often is on Linux: the kernel's out-of-memory killer (seen: the full-size sigmoid, 6.4 GB a tensor, on a
+    23 GB CPU machine)."""
+    if code == -signal.SIGKILL:
+        return ("exit code -9: killed, most likely by the out-of-memory killer; on a small machine shrink the problem "
+                "with --set")
+    return f"exit code {code}"
