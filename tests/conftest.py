@@ -23,7 +23,7 @@ JUDGED = {("fx_argmax", "aa_reference"), ("fx_argmax", "argmin"), ("fx_jitter", 
 
 @pytest.fixture(scope="session")
 def judged_pairs(tmp_path_factory):
-    """The pairs of JUDGED, judged in one run on the CPU (test_judge, test_judge_trials): {(problem, solution): record}."""
+    """The pairs of JUDGED, judged in one run on the CPU (test_judge, test_trials): {(problem, solution): record}."""
     out = tmp_path_factory.mktemp("judged")
     manifest = out / "pairs.csv"
     manifest.write_text("problem,candidate\n" + "".join(

@@ -77,6 +77,14 @@ def test_the_harness_is_its_packages_and_no_arrow_goes_up():
     assert upward_arrows(import_graph()) == []
 
 
+def test_every_module_has_a_test_file_of_its_name():
+    """tests/test_MODULE.py, or tests/test_PACKAGE_MODULE.py where two packages share the module's name."""
+    tests = HARNESS.parent / "tests"
+    untested = [m for m in modules() if not (tests / f"test_{m.split('.')[1]}.py").exists()
+                and not (tests / f"test_{m.replace('.', '_')}.py").exists()]
+    assert untested == []
+
+
 def test_no_function_of_the_harness_is_over_50_lines():
     """A function a newcomer reads whole (the house rule of issue 39): split one that grows past it."""
     long = [f"{path.name}:{node.name} ({node.end_lineno - node.lineno + 1} lines)"

@@ -5,7 +5,7 @@ import subprocess
 from types import SimpleNamespace
 
 from harness.runner import factory as judge_factory, judges
-from test_judge_processes import config, wait_for
+from test_judges import config, wait_for
 
 
 def factory_starter(tmp_path) -> judges.JudgeStarter:
