@@ -13,8 +13,8 @@ import yaml
 
 from harness.common.errors import UserError
 
-# The modules' mode (harness.common.semantics): `constructed` leaves them as __init__ does (KernelBench's), `eval` puts both
-# in eval mode with random BatchNorm statistics.
+# The modules' mode (harness.common.semantics): `constructed` leaves them as __init__ does (KernelBench's), `eval` puts
+# both in eval mode with random BatchNorm statistics.
 MODES = ("constructed", "eval")
 
 DEFAULT_PATH = Path(__file__).resolve().parents[2] / "configs" / "default.yaml"

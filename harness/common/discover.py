@@ -282,7 +282,8 @@ def parse_set(items: list[str]) -> dict[str, Any]:
         try:
             overrides[name] = ast.literal_eval(raw)
         except (ValueError, SyntaxError):
-            raise DiscoveryError(f"Bad --set '{item}': '{raw}' is not a Python literal (a number, bool, tuple)") from None
+            raise DiscoveryError(f"Bad --set '{item}': '{raw}' is not a Python literal (a number, bool, "
+                                 f"tuple)") from None
     return overrides
 
 

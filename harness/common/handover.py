@@ -36,7 +36,9 @@ class Outbox:
 
     def copies(self, values) -> list:
         """Copies of the tensors in a list or tuple (other values as they are), of the same kind."""
-        return type(values)(self.copy(x) for x in values) if type(values) in (list, tuple) else [self.copy(x) for x in values]
+        if type(values) in (list, tuple):
+            return type(values)(self.copy(x) for x in values)
+        return [self.copy(x) for x in values]
 
     def release(self) -> None:
         """Let the GPU memory of what was sent before go back to the device once the peer lets go of it: a live

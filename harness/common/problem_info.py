@@ -90,10 +90,10 @@ def sizes(module, dtype=None) -> Optional[Sizes]:
                  tuple(x.dtype if isinstance(x, torch.Tensor) else None for x in outputs))
 
 
-# A CPU pair holds its inputs and the reference's output several times over: the judge's, copies for both workers,
-# their outputs, a timing round's inputs. Measured on the 2-core CPU machine (sigmoid, 0.375 and 1.125 GiB a tensor):
-# the whole run's memory grew by 3.8 GiB for each GiB of inputs plus output. Pairs needing over this many times
-# their size are skipped up front (judge_memory.PairMemory.check): they cannot fit. (GPU pairs: harness/judge/footprint.py.)
+# A CPU pair holds its inputs and the reference's output several times over: the judge's, copies for both workers, their
+# outputs, a timing round's inputs. Measured on the 2-core CPU machine (sigmoid, 0.375 and 1.125 GiB a tensor): the
+# whole run's memory grew by 3.8 GiB for each GiB of inputs plus output. Pairs needing over this many times their size
+# are skipped up front (judge_memory.PairMemory.check): they cannot fit. (GPU pairs: harness/judge/footprint.py.)
 MEMORY_FACTOR = 3
 
 

@@ -198,8 +198,9 @@ def rescheduled(before: dict, now: dict, inherited: set) -> list[str]:
     for tid, state in now.items():
         if (tid in before and state != before[tid]) or (tid not in before and state not in inherited):
             old = before.get(tid, main)
-            changes.append(("thread" if tid in before else "new thread") + f" {tid}: " + ", ".join(
-                f"{name} {show(was)} -> {show(value)}" for name, was, value in zip(SCHEDULING, old, state) if was != value))
+            changed = [f"{name} {show(was)} -> {show(value)}"
+                       for name, was, value in zip(SCHEDULING, old, state) if was != value]
+            changes.append(("thread" if tid in before else "new thread") + f" {tid}: " + ", ".join(changed))
     return changes
 
 

@@ -1,7 +1,7 @@
 """The runner <-> judge wire: the one place its messages are defined, written and read (channel.py is the judge <->
 worker one). One message a line. The runner writes to the judge's stdin: Start, then Warm (a judge started ahead may
-start CUDA), then Job, then Go at a gated pair's timing, or End (the run needs this judge no more). The judge writes
-to its report pipe: ReadyToWarm, Warmed, Workers, a Stage as each begins, Footprint once it has sized a GPU pair, and last
+start CUDA), then Job, then Go at a gated pair's timing, or End (the run needs this judge no more). The judge writes to
+its report pipe: ReadyToWarm, Warmed, Workers, a Stage as each begins, Footprint once it has sized a GPU pair, and last
 Outcome (its Result).
 """
 from __future__ import annotations
@@ -93,7 +93,8 @@ def encode(message) -> str:
         fields = {**message.job, "config": message.job["config"].to_dict(), "sent_at": message.sent_at,
                   "gated": message.gated}
     elif isinstance(message, Start):
-        fields = {"config": message.config.to_dict(), "warm_device": message.warm_device, "started_at": message.started_at}
+        fields = {"config": message.config.to_dict(), "warm_device": message.warm_device,
+                  "started_at": message.started_at}
     elif isinstance(message, Footprint):
         fields = {"footprint": dataclasses.asdict(message)}
     else:
@@ -138,7 +139,8 @@ def from_judge(line: str):
             if kind is Workers and not isinstance(fields[key], list):
                 return None
             if kind is Footprint:
-                return Footprint(int(fields[key]["need_mb"]), int(fields[key]["device_mb"]), bool(fields[key]["crowded"]))
+                return Footprint(int(fields[key]["need_mb"]), int(fields[key]["device_mb"]),
+                                 bool(fields[key]["crowded"]))
             return kind(fields[key]) if kind in FIELDS else kind()
     return None
 

@@ -43,13 +43,15 @@ class Result:
 
     problem: str = column("problem name (file stem)", shown_in=CSV)
     solution: str = column("candidate name (file stem)", shown_in=CSV)
-    status: Status = column("the verdict: correct, incorrect, compile_error, runtime_error, timeout, crash, skipped, or "
+    status: Status = column("the verdict: correct, incorrect, compile_error, runtime_error, timeout, crash, skipped, "
+                            "or "
                             "harness_error (the harness failed, not the candidate)", shown_in=CSV)
     flags: list = column("suspicious findings (README: Statuses and flags)", factory=list, shown_in=CSV)
     speedup: Optional[float] = column("reference time / candidate time: exp(median over pairs of rounds of their mean "
                                       "log(ref / new)), each round's two samples taken back to back, each pair opened "
                                       "once by each side", None, shown_in=CSV)
-    speedup_ci_low: Optional[float] = column("95% confidence interval of the speedup (a sign test over pairs of rounds, "
+    speedup_ci_low: Optional[float] = column("95% confidence interval of the speedup (a sign test over pairs of "
+                                             "rounds, "
                                              "widened by the harness's resolution: timing_resolution_pct, "
                                              "batched_resolution_pct or cpu_resolution_pct, at least "
                                              "host_bound_resolution_pct for a pair bound by the host and a GPU model's "

@@ -100,7 +100,8 @@ RUNNING_STATISTICS = ("running_mean", "running_var", "num_batches_tracked")
 
 
 def state_tensors(model) -> dict:
-    """{(submodule name, attribute): tensor} of the state a forward may change (none for a model that is no nn.Module)."""
+    """{(submodule name, attribute): tensor} of the state a forward may change (none for a model that is no
+    nn.Module)."""
     if not isinstance(model, torch.nn.Module):
         return {}
     found = {}

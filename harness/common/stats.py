@@ -13,7 +13,8 @@ import numpy as np
 from harness.common.config import Config
 
 TIE_BAND = (0.98, 1.02)
-MIN_PAIRS = 5  # the fewest pairs of rounds whose range holds their median (1 - 2 / 2^5 = 94% of the time): min_rounds' 10
+# the fewest pairs of rounds whose range holds their median (1 - 2 / 2^5 = 94% of the time): min_rounds' 10
+MIN_PAIRS = 5
 
 
 def speedup_with_ci(ref_ms: list, new_ms: list) -> dict:
@@ -79,13 +80,15 @@ def with_resolution(stats: dict, resolution_pct: float) -> dict:
     differ by a few tenths of a percent for a whole pair (memory placement, the process's own state), which no
     interval drawn from one pair's rounds can show (A/A pairs on the H100: configs/default.yaml)."""
     low, high = 1 - resolution_pct / 100, 1 + resolution_pct / 100
-    return {**stats, "speedup_ci_low": stats["speedup_ci_low"] * low, "speedup_ci_high": stats["speedup_ci_high"] * high}
+    return {**stats, "speedup_ci_low": stats["speedup_ci_low"] * low,
+            "speedup_ci_high": stats["speedup_ci_high"] * high}
 
 
 def ci_is_tight(stats: dict, target_pct: float) -> bool:
     """True when the speedup's CI lies within +-target_pct percent of the speedup."""
     s = stats["speedup"]
-    return stats["speedup_ci_high"] <= s * (1 + target_pct / 100) and stats["speedup_ci_low"] >= s * (1 - target_pct / 100)
+    return (stats["speedup_ci_high"] <= s * (1 + target_pct / 100)
+            and stats["speedup_ci_low"] >= s * (1 - target_pct / 100))
 
 
 def is_tie(stats: dict) -> bool:

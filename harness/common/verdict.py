@@ -144,10 +144,12 @@ def under_minimum(result, bar: float) -> Optional[str]:
     shown = f"speedup {fmt(result.speedup)} [{fmt(low)}, {fmt(high)}]"
     if not across(low, high, bar):
         return None if low >= bar else f"{shown} is under the minimum {bar:g}"
-    undecided = f"undecided: {shown} straddles the minimum {bar:g} (its low end {100 * (bar - low) / bar:.1f}% under it)"
+    under_pct = 100 * (bar - low) / bar
+    undecided = f"undecided: {shown} straddles the minimum {bar:g} (its low end {under_pct:.1f}% under it)"
     resolution = getattr(result, "resolution_pct", None)
     if is_number(resolution) and is_number(result.speedup) and abs(result.speedup / bar - 1) * 100 < resolution:
-        return (f"{undecided}; no number of rounds can decide it: the speedup lies within the harness's resolution here "
+        return (f"{undecided}; no number of rounds can decide it: the speedup lies within the harness's resolution "
+                f"here "
                 f"({resolution:g}%) of the bar, so only a speedup further from it (or a bar further from it) decides")
     return f"{undecided}; more rounds (max_rounds, max_timing_s, gate_timing_s) may decide"
 
@@ -172,7 +174,8 @@ def measured_on(row) -> dict:
         value = field(row, key)
         return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
     sizes = get("sizes") if isinstance(row, dict) else sizes_text(getattr(row, "overrides", None))
-    return {"gpu": get("gpu") or "no GPU", "precision": get("precision") or "fp32", "mode": get("mode") or "constructed",
+    return {"gpu": get("gpu") or "no GPU", "precision": get("precision") or "fp32",
+            "mode": get("mode") or "constructed",
             "sizes": sizes or "the problem's own"}
 
 

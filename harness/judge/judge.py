@@ -20,7 +20,8 @@ from pathlib import Path
 import torch
 from torch.utils.flop_counter import FlopCounterMode  # imported ahead of the pair: it takes a while
 
-from harness.common import channel, check, handover, inputs as inputs_mod, protocol, problem_info, procs, semantics, stopping
+from harness.common import channel, check, handover, protocol, problem_info, procs, semantics, stopping
+from harness.common import inputs as inputs_mod
 from harness.judge import footprint, roofline
 from harness.worker import timing
 from harness.common.extensions import build_failure, candidate_build_env
@@ -58,7 +59,8 @@ class PairJudge:
                              mode=self.cfg.mode)
         self.sandbox, self.ref_sandbox = workers  # the candidate's worker; the reference's timing worker
         self.helpers = helpers  # our own children that are no orphans (torch's shared-memory manager)
-        # The reference's worker's scheduling before candidate code ran: PairTiming checks that it changes only by our hand.
+        # The reference's worker's scheduling before candidate code ran: PairTiming checks that it changes only by our
+        # hand.
         self.ref_schedule = None  # procs.Schedule
         self.truth_model = None
         self.memory = PairMemory(self.device, "", job.get("overrides") or {}, None)  # sized in load_problem
@@ -148,7 +150,8 @@ class PairJudge:
         inputs = check.as_float64(inputs)
         release_cached_memory(self.device)  # the float32 draw's blocks: cached through the float64 forward, they made
         state = semantics.model_state(self.model) if self.stateful else None  # (the trial's reference call is to come)
-        truth = self.truth(inputs, seed, upcast=False, state=state)  # the judge's peak 2.5x (inputs + output) on the H100, not 2x
+        # the judge's peak 2.5x (inputs + output) on the H100, not 2x
+        truth = self.truth(inputs, seed, upcast=False, state=state)
         del inputs
         release_cached_memory(self.device)  # the float64 blocks back: the trial's tensors are smaller
         return (truth, drawn) if truth is not None else None
@@ -185,7 +188,8 @@ class PairJudge:
             return None
 
     def check_stateful(self, before: dict, inputs: list, ref_out, seed: int) -> None:
-        """After trial 1's reference call (its state before it: `before`, a semantics.state_fingerprint): a problem whose
+        """After trial 1's reference call (its state before it: `before`, a semantics.state_fingerprint): a problem
+        whose
         forward changed its state and whose next call on the same inputs then gives another output is stateful: from
         here on both sides are judged in lockstep (README: How a pair is judged). The extra call's state change is
         undone."""
@@ -294,14 +298,16 @@ class PairJudge:
     def adopt_reference_weights(self) -> bool:
         """The second attempt's start: the reference's weights copied over the candidate's own where names and shapes
         match; True when that changed any of them (else a second attempt would judge the same model again)."""
-        constructed = {name: self.constructed_buffers.get(name, value) for name, value in self.model.state_dict().items()}
+        constructed = {name: self.constructed_buffers.get(name, value) for name,
+                       value in self.model.state_dict().items()}
         state = self.sandbox.outbox.state_copy(constructed)
         del constructed
         self.hand_over()
         reply = self.expect_ok(self.sandbox.request("adopt_weights", self.cfg.timeout, state_dict=state))
         del state
         release_cached_memory(self.device, outboxes=self.outboxes())
-        return isinstance(reply, dict) and isinstance(reply.get("changed_tensors"), int) and reply["changed_tensors"] > 0
+        return isinstance(reply, dict) and isinstance(reply.get("changed_tensors"),
+                                                      int) and reply["changed_tensors"] > 0
 
     def expect_ok(self, reply: channel.Reply, sandbox: Sandbox | None = None):
         """The payload of an Ok reply; a Failed one ends the pair with its status."""
@@ -355,7 +361,8 @@ class PairJudge:
         being in that first call alone (poisoned before every call but the first: 0.997)."""
         if self.reference_worker_called:
             return
-        # What the candidate's __init__ left cached (a warm-up call, say) back first: the candidate's worker is yet to run.
+        # What the candidate's __init__ left cached (a warm-up call, say) back first: the candidate's worker is yet to
+        # run.
         self.expect_ok(self.sandbox.request("release_memory", self.cfg.timeout, workspaces=True))
         release_cached_memory(self.device, outboxes=self.outboxes())
         with self.reference_side():
@@ -412,7 +419,8 @@ class PairJudge:
     def timing_seed(self) -> int:
         """The seed of this block's timing draws (round order, pads, checked rounds): secret, and its own per pair and
         per block, so that a confirmation block's fresh workers are placed by draws of their own, not the first's."""
-        return inputs_mod.trial_seed(self.job["secret"], f"{self.job['problem']}:{self.job['solution']}:timing", self.block)
+        return inputs_mod.trial_seed(self.job["secret"], f"{self.job['problem']}:{self.job['solution']}:timing",
+                                     self.block)
 
     def make_inputs(self, trial: int, wide: bool) -> list:
         seed = inputs_mod.trial_seed(self.job["secret"], self.job["problem"], trial)
@@ -509,7 +517,8 @@ class PairJudge:
         with self.phase("finish.orphans"):
             self.result.orphans_killed = kill_orphans(self.helpers) or None  # processes the workers left behind
         dump_memory_history(self.device, f"{self.job['problem']}__{self.job['solution']}")
-        peak_mb = max(self.memory.peak_reserved / 2**20, timing.peak_memory_mb(self.device))  # (peak_reserved: 0 on the CPU)
+        # (peak_reserved: 0 on the CPU)
+        peak_mb = max(self.memory.peak_reserved / 2**20, timing.peak_memory_mb(self.device))
         self.result.peak_mem_mb = {"judge": round(peak_mb, 1),
                                    "worker": reported_peak(infos.get("candidate")),
                                    "reference_worker": reported_peak(infos.get("reference"))}
@@ -519,7 +528,8 @@ class PairJudge:
 
 
 def confirmation_config(cfg: Config) -> Config:
-    """A confirmation block's settings (harness.runner.blocks): it re-times a pair judged correct on fresh workers, so one
+    """A confirmation block's settings (harness.runner.blocks): it re-times a pair judged correct on fresh workers, so
+    one
     trial checks them, and half the rounds and seconds give a fresh draw of the processes' offset (its CI joins the
     hull: a wider one never makes a claim)."""
     return cfg.replace(trials=1, wide_trials=0, max_rounds=max(cfg.min_rounds, cfg.max_rounds // 2),
@@ -588,7 +598,8 @@ def main() -> None:
         raise SystemExit(f"the runner's first line must be its Start, got {start}")
     config, warm_device = start.config, start.warm_device
     start_up = StartUp(start.started_at)  # where a judge's start-up went (judge_start.* phases)
-    if warm_device:  # started ahead: before the workers fork (ms in a judge forked from the judge factory, which did it)
+    # started ahead: before the workers fork (ms in a judge forked from the judge factory, which did it)
+    if warm_device:
         ready_flop_counter()
         start_up.mark("flops")
     workers, helpers = start_workers(config)

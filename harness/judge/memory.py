@@ -1,4 +1,5 @@
-"""A judge's GPU memory for its pair (the budget itself: harness/judge/footprint.py): the pre-flight check, the reference
+"""A judge's GPU memory for its pair (the budget itself: harness/judge/footprint.py): the pre-flight check, the
+reference
 call's measured peak, and whose an out-of-memory is: the candidate's runtime_error only beyond its allowance, else
 skipped (this device cannot judge the pair at these sizes), never the harness's error."""
 from __future__ import annotations
@@ -85,13 +86,15 @@ class PairMemory:
         on the GPU: skipped, with the figures, unless the candidate's warm-up has the room the reference's took (less
         ROOM_SLACK). Else the two sides are timed unlike: on an H100 capped to 24 GiB, KernelBench's
         64_conv_transposed_1D's reference kept its cuDNN workspace cached, the A/A candidate's worker found no room
-        for one, and cuDNN ran a slower algorithm for it every call: 0.301, a correct pair and no tie (a tie at 80 GiB)."""
+        for one, and cuDNN ran a slower algorithm for it every call: 0.301, a correct pair and no tie (a tie at 80
+        GiB)."""
         taken = free_before - free_after
         if free_after + ROOM_SLACK < taken:
             raise Verdict(Status.SKIPPED, f"the reference's timing warm-up took {gib(taken)} of the GPU and left "
                                           f"{gib(free_after)} for the candidate's: on this device the two sides cannot "
                                           f"be timed alike (a convolution runs a slower algorithm where its workspace "
-                                          f"does not fit); {problem_info.shrink_hint(self.problem_source, self.overrides)}")
+                                          "does not fit); "
+                                          + problem_info.shrink_hint(self.problem_source, self.overrides))
 
     def worker_out_of_memory(self, message: str) -> Verdict:
         """The candidate's worker's call ran out of GPU memory: its runtime_error when what it held and asked for,

@@ -90,7 +90,8 @@ def tf32_flops(counts: dict) -> int:
     """Of a call's FLOPs by operator (FlopCounterMode's "Global" counts), those this process's math flags let run on
     TF32 tensor cores: the convolutions' while cuDNN may (PyTorch's default, which the harness keeps: KernelBench's
     semantics), the others' (matmuls, attention) while cuda.matmul.allow_tf32 (off by default). Lenient where a
-    kernel keeps float32 accuracy anyway (a depthwise convolution off cuDNN, say): a floor may be too low, never high."""
+    kernel keeps float32 accuracy anyway (a depthwise convolution off cuDNN, say): a floor may be too low, never
+    high."""
     convolutions, others = tf32_convolutions(), bool(torch.backends.cuda.matmul.allow_tf32)
     return sum(n for op, n in counts.items() if (convolutions if "convolution" in str(op) else others))
 

@@ -165,7 +165,8 @@ class Sandbox:
             self.conn.send(message)
         except BlockingIOError:  # the worker stopped reading for STALL_S
             self.stop()
-            raise WorkerFailure(Status.TIMEOUT, f"the worker did not read its request for {STALL_S} s; worker stopped") from None
+            raise WorkerFailure(Status.TIMEOUT,
+                                f"the worker did not read its request for {STALL_S} s; worker stopped") from None
         except (OSError, EOFError):
             raise self._death() from None
 
@@ -193,7 +194,8 @@ class Sandbox:
             raise WorkerFailure(Status.CRASH, str(exc)) from None
         except BlockingIOError:  # a reply begun, then nothing for STALL_S
             self.stop()
-            raise WorkerFailure(Status.CRASH, f"the reply to '{op}' stalled mid-message for {STALL_S} s; worker stopped") from None
+            raise WorkerFailure(Status.CRASH,
+                                f"the reply to '{op}' stalled mid-message for {STALL_S} s; worker stopped") from None
         except channel.OversizedReply as exc:
             self.stop()
             raise WorkerFailure(Status.CRASH, f"the reply to '{op}' is too large ({exc}); worker stopped") from None

@@ -55,7 +55,8 @@ def timer_disagrees(ref: Requests, new: Requests, cold_cache: bool, flush_ms: fl
     0.2 ms (plus the jitter of those differences), has been tampered with.
     """
     def unexplained(side: Requests) -> list:
-        if side.method not in timing.METHODS or not isinstance(side.batch, int) or not 0 < side.batch <= timing.MAX_BATCH:
+        batch_ok = isinstance(side.batch, int) and 0 < side.batch <= timing.MAX_BATCH
+        if side.method not in timing.METHODS or not batch_ok:
             return None
         calls, flushes = timing.work_per_sample(side.method, side.batch, cold_cache)
         return [wall - calls * ms - flushes * flush_ms for ms, wall in zip(side.samples_ms, side.judged_ms)]
@@ -173,7 +174,8 @@ class PairTiming:
         """The medians, the speedup and its CI widened by the harness's resolution, as a Result reports them."""
         resolution = resolution_pct(self.cfg, self.result.ref_timer, max(spread_pct(ref_ms), spread_pct(new_ms)),
                                     self.result.gpu)
-        return {**stats.with_resolution(stats.speedup_with_ci(ref_ms, new_ms), resolution), "resolution_pct": resolution}
+        return {**stats.with_resolution(stats.speedup_with_ci(ref_ms, new_ms), resolution),
+                "resolution_pct": resolution}
 
     def check_reference_scheduling(self) -> None:
         """Raise ReferenceRescheduled when the reference's worker no longer runs as it did before the candidate's code
@@ -182,7 +184,8 @@ class PairTiming:
         such calls (harness.common.confine), but not everywhere, and not a write to a cgroup's files."""
         changes = self.judge.ref_schedule.changes()
         if changes:
-            raise ReferenceRescheduled("; ".join(changes[:3]) + (f"; {len(changes) - 3} more" if len(changes) > 3 else ""))
+            more = f"; {len(changes) - 3} more" if len(changes) > 3 else ""
+            raise ReferenceRescheduled("; ".join(changes[:3]) + more)
 
     def gpu_probe(self):
         """The probe of other processes' GPU work for this pair's windows, or None (CPU, turned off, or not
@@ -225,8 +228,8 @@ class PairTiming:
         so a candidate that caches results by input pointer, shape or content replays nothing."""
         with self.phase("timing.refresh"):
             self.round_inputs = None  # checked by now: never two rounds' (multi-GB) inputs at once
-            self.round_inputs = self.retried_when_full(lambda: self.judge.make_inputs(ROUND_SEED_OFFSET + index,
-                                                                                      wide=False))
+            self.round_inputs = self.retried_when_full(
+                lambda: self.judge.make_inputs(ROUND_SEED_OFFSET + index, wide=False))
 
     def refresh_side(self, sandbox) -> None:
         """Send one worker a copy of this round's inputs (from its outbox) and wait until it has copied them in.
@@ -439,8 +442,9 @@ class Rounds:
 
 def replaces_every_round(device: torch.device, cfg: Config, block: int, method: str) -> bool:
     """Does each round re-place both sides' allocations (Worker.op_replace)? On a GPU (with replace_pad_mb): in a
-    confirmation block (harness.runner.blocks), and in every block of a graph-timed pair, whose graph otherwise holds its
-    inputs and output where they first landed for the process's life (the place alone moved a 2 us ReLU by 14-17% on the
+    confirmation block (harness.runner.blocks), and in every block of a graph-timed pair, whose graph otherwise holds
+    its inputs and output where they first landed for the process's life (the place alone moved a 2 us ReLU by 14-17% on
+    the
     H200: docs/decisions/process-offset.md, session 57)."""
     return device.type == "cuda" and bool(cfg.replace_pad_mb) and (block > 1 or method == "cuda_graph")
 

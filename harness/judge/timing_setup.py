@@ -3,6 +3,7 @@ inputs, each side's timing method chosen and then agreed (the same method and ba
 call of each (no_custom_kernel)."""
 from __future__ import annotations
 
+import functools
 import re
 
 from harness.judge import footprint
@@ -57,7 +58,8 @@ class TimingSetup:
         with self.reference_side():  # one side at a time, as everything the workers run from here on
             ref_reply = self.ref_sandbox.request("trace", self.cfg.timeout)
         new_reply = self.sandbox.request("trace", self.cfg.timeout)
-        try:  # a profiler that cannot start (no CUPTI, say, or no memory for it) leaves the flag unset; it blames no one
+        # a profiler that cannot start (no CUPTI, say, or no memory for it) leaves the flag unset; it blames no one
+        try:
             ref, new = self.expect_ok(ref_reply), self.expect_ok(new_reply)
         except Verdict as verdict:
             if verdict.status == Status.CRASH or (verdict.status == Status.HARNESS_ERROR
@@ -138,7 +140,7 @@ class TimingSetup:
                 return self.judge.make_inputs(trial, wide=False)
 
         ref_inputs = self.retried_when_full(made_in_outbox)
-        new_inputs = self.retried_when_full(lambda: self.sandbox.outbox.copies(ref_inputs))
+        new_inputs = self.retried_when_full(functools.partial(self.sandbox.outbox.copies, ref_inputs))
         self.hand_over()  # a worker that maps a pool block it mapped before does not wait for our writes
         with self.reference_side():
             self.expect_ok(self.ref_sandbox.request("set_timing_inputs", self.cfg.timeout, inputs=ref_inputs,

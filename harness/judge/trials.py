@@ -67,7 +67,8 @@ class Trials:
             self.trial_retried_when_full(trial, total)
         self.result.trials = total
         if self.new_err > 0.01 and self.new_err > self.cfg.reduced_precision_ratio * self.ref_err:
-            self.result.flags.append(flag("reduced_precision"))  # far less accurate, and a visible share of the tolerance
+            # far less accurate, and a visible share of the tolerance
+            self.result.flags.append(flag("reduced_precision"))
 
     def forget_findings(self) -> dict:
         """What the first attempt found of the candidate, forgotten before the second; returned, to restore."""
@@ -93,7 +94,8 @@ class Trials:
         try:
             return self.one_trial(trial, total)
         except torch.cuda.OutOfMemoryError as exc:
-            self.judge.note(f"trial {trial + 1}: the judge ran out of GPU memory ({one_line(str(exc), 120)}); tried once "
+            self.judge.note(f"trial {trial + 1}: the judge ran out of GPU memory ({one_line(str(exc), 120)}); tried "
+                            f"once "
                             f"more after every cache was handed back")
         # (out of the except block first: its traceback holds the trial's tensors)
         self.result.flags = flags
@@ -146,7 +148,8 @@ class Trials:
         except Verdict as verdict:
             if not wide or verdict.status != Status.HARNESS_ERROR:  # (the problem's failure: its forward raised)
                 raise
-            self.judge.note(f"the reference rejected the wide inputs ({one_line(verdict.error, 160)}): those trials ran "
+            self.judge.note(f"the reference rejected the wide inputs ({one_line(verdict.error, 160)}): those trials "
+                            f"ran "
                             f"on get_inputs() as it is")
         return self.reference_on(trial, False, seed)
 
@@ -267,7 +270,8 @@ class Trials:
                                       < NONDETERMINISM_SHARE):
             return  # rounding-level differences (a NaN in one run only is never that)
         ref_again = self.judge.reference_again(inputs, seed)  # only now: most candidates give the same bits twice
-        ref_spread = max(check.max_difference(a, b, chunk) for a, b in zip(check.items(ref_out), check.items(ref_again)))
+        ref_spread = max(check.max_difference(a, b, chunk)
+                         for a, b in zip(check.items(ref_out), check.items(ref_again)))
         del ref_again
         if spread > NONDETERMINISM_RATIO * ref_spread:  # cuDNN's own run-to-run differences are no finding
             self.result.flags.append(flag("nondeterministic"))
@@ -299,7 +303,8 @@ def wrong_values(where: str, comparison: check.Comparison, reply: dict, ref_erro
     if reply.get("reused_storage"):
         reason = f"it returned the storage of an earlier call's output (a cached result?): {reason}"
     if ref_error is not None:
-        reason += (f"; against float64 its worst error is {new_error.worst:.3g} tolerances ({new_error.outside} elements "
+        reason += (f"; against float64 its worst error is {new_error.worst:.3g} tolerances ({new_error.outside} "
+                   f"elements "
                    f"beyond one), the reference's {ref_error.worst:.3g} ({ref_error.outside})")
     elif room:
         reason += f"; {room}"

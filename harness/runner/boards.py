@@ -49,7 +49,8 @@ AGGREGATE_COLUMNS = [
       for p in FAST_P],
     ("geomean_speedup", "geometric mean speedup over the problems whose best correct candidate's speedup counts"),
 ]
-STATUS_ORDER = ["correct", "incorrect", "runtime_error", "timeout", "crash", "compile_error", "skipped", "harness_error"]
+STATUS_ORDER = ["correct", "incorrect", "runtime_error", "timeout", "crash", "compile_error", "skipped",
+                "harness_error"]
 
 
 def candidate_set(result: Result) -> str:
@@ -73,12 +74,13 @@ def leaderboard(results: list[Result], meta: Optional[dict] = None) -> pd.DataFr
                      "mode": r.mode or (meta.get("config") or {}).get("mode", "constructed"),
                      "sizes": verdict.sizes_text(r.overrides),
                      "torch": r.torch_version or meta.get("torch"), "cuda": r.cuda_version or meta.get("cuda_version"),
-                     "harness": r.harness or meta_harness(meta), "date": (r.finished_at or meta.get("started") or "")[:10],
+                     "harness": r.harness or meta_harness(meta),
+                     "date": (r.finished_at or meta.get("started") or "")[:10],
                      "reason": r.error or verdict.unranked_reason(r)})
     frame = pd.DataFrame(rows, columns=[c for c, _ in LEADERBOARD_COLUMNS if c != "rank"])
     frame["_status"] = frame["status"].map(lambda s: STATUS_ORDER.index(s) if s in STATUS_ORDER else len(STATUS_ORDER))
-    # A speedup that is no measurement (noisy_timing, interference, timer_tampering, a degenerate problem: verdict.FLAGS)
-    # is listed after the ranked ones, unranked.
+    # A speedup that is no measurement (noisy_timing, interference, timer_tampering, a degenerate problem:
+    # verdict.FLAGS) is listed after the ranked ones, unranked.
     frame["_speed"] = counted_speedups(frame)
     frame = frame.sort_values(["problem", "_status", "_speed", "candidate"], ascending=[True, True, False, True],
                               na_position="last", kind="mergesort")
@@ -149,7 +151,8 @@ def summary_markdown(board: pd.DataFrame, totals: pd.DataFrame, title: str) -> s
               "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for row in totals.itertuples(index=False):
         fast = " | ".join(cell(v, ".2f") for v in row[3:7])
-        lines.append(f"| {row.candidate_set} | {row.problems} | {row.correct} | {fast} | {cell(row.geomean_speedup, '.3f')} |")
+        lines.append(f"| {row.candidate_set} | {row.problems} | {row.correct} | {fast} | "
+                     f"{cell(row.geomean_speedup, '.3f')} |")
     uncounted = board[(board["status"] == "correct") & board["speedup"].notna() & counted_speedups(board).isna()]
     if len(uncounted):
         lines += ["", f"fast_p and the geomean count only speedups that are measurements: {len(uncounted)} correct "
@@ -159,7 +162,8 @@ def summary_markdown(board: pd.DataFrame, totals: pd.DataFrame, title: str) -> s
     for r in board.itertuples(index=False):
         speed = "-" if pd.isna(r.speedup) else f"{r.speedup:.3f} [{r.speedup_ci_low:.3f}, {r.speedup_ci_high:.3f}]"
         notes = "; ".join(x for x in (r.flags, "" if pd.isna(r.reason) else records.one_line(str(r.reason), 200)) if x)
-        lines.append(f"| {r.problem} | {cell(r.rank, 'd')} | {r.candidate} | {r.status} | {speed} | {cell(r.ref_ms, '.4g')} | "
+        lines.append(f"| {r.problem} | {cell(r.rank, 'd')} | {r.candidate} | {r.status} | {speed} | "
+                     f"{cell(r.ref_ms, '.4g')} | "
                      f"{cell(r.new_ms, '.4g')} | {cell(r.sol_pct, '.1f')} | {cell(r.new_peak_mb, '.0f')} | "
                      f"{notes.replace('|', '/')} |")
     lines += ["", "![speedup per candidate](speedups.png)", "", "![share of the speed of light](roofline.png)", ""]

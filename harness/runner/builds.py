@@ -101,7 +101,8 @@ def build(job: dict) -> dict:
         reply = sandbox.request("import", cfg.compile_timeout, path=job["path"], source=job["source"],
                                 module_name="candidate_module", overrides=job["overrides"],
                                 problem=[Path(job["problem_path"]).read_text(), job["problem_path"]])
-        built_nothing = isinstance(reply, channel.Ok) and isinstance(reply.payload, dict) and not reply.payload.get("build_s")
+        built_nothing = (isinstance(reply, channel.Ok) and isinstance(reply.payload, dict)
+                         and not reply.payload.get("build_s"))
         init_args = problem_init_args(job) if built_nothing else None
         if init_args is not None:  # nothing was built at import: ModelNew(...) may build in __init__
             reply = sandbox.request("construct", cfg.timeout + cfg.compile_timeout, init_args=init_args,

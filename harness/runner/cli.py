@@ -63,7 +63,8 @@ def run_parser() -> argparse.ArgumentParser:
                         help="modules as constructed (default: KernelBench's, training mode, BatchNorm on batch "
                              "statistics) or eval (inference; BatchNorm statistics drawn at random)")
     parser.add_argument("--solution", action="append", metavar="PATH",
-                        help="candidate file (.py, or a .txt/.md LLM response) or folder of them; default: solutions/<problem>/*")
+                        help="candidate file (.py, or a .txt/.md LLM response) or folder of them; "
+                             "default: solutions/<problem>/*")
     parser.add_argument("--device", help="auto (default), cpu, cuda or cuda:N")
     parser.add_argument("--devices", metavar="LIST",
                         help="several GPUs of one model, one evaluation at a time on each: 0,1 or all")
@@ -99,8 +100,8 @@ def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fail-on-no-baseline", action="store_true",
                         help="with --baseline: a pair with no comparable row in it fails the gate")
     parser.add_argument("--fail-on-skip", action="store_true",
-                        help="with --gate: a skipped pair (not judged here: a CUDA candidate on a CPU runner, a pair too "
-                             "large for this machine) fails the gate; by default it passes, reported as skipped")
+                        help="with --gate: a skipped pair (not judged here: a CUDA candidate on a CPU runner, a pair "
+                             "too large for this machine) fails the gate; by default it passes, reported as skipped")
     parser.add_argument("--junit", metavar="FILE", help="write JUnit XML: one testcase per pair, failures = the gate's")
 
 
@@ -112,7 +113,8 @@ def main(argv=None) -> int:
         return dispatch(argv)
     except UserError as exc:
         return fail(str(exc))
-    except KeyboardInterrupt:  # before a run starts (a run handles its own: harness.common.stopping), or in a subcommand
+    # before a run starts (a run handles its own: harness.common.stopping), or in a subcommand
+    except KeyboardInterrupt:
         Console(stderr=True).print("stopped (Ctrl-C)")
         return 130
 
@@ -169,14 +171,16 @@ def evaluate(args, argv: list) -> int:
     runner.write_run_meta(ctx, env, argv)
     console = report.wide_console()
     gpus = f" ({', '.join(env['gpus']) or 'no GPU'})" if is_gpu(device) else ""
-    console.print(f"{len(pairs)} pair(s) on [bold]{', '.join(devices) or device}[/]{gpus}, torch {env['torch']} -> {run_dir}/",
+    console.print(f"{len(pairs)} pair(s) on [bold]{', '.join(devices) or device}[/]{gpus}, torch {env['torch']} -> "
+                  f"{run_dir}/",
                   highlight=False)
     for line in environment.missing_isolation(ctx.isolation):
         console.print(f"[yellow]isolation missing: {line}[/]", highlight=False)
     if args.resume:
         recorded, torn = records.read_results(run_dir / "results.jsonl")
         console.print(f"resuming: {len(recorded)} result(s) recorded" +
-                      (f"; [yellow]{torn} torn or unreadable line(s) ignored (those pairs run again)[/]" if torn else ""))
+                      (f"; [yellow]{torn} torn or unreadable line(s) ignored (those pairs run again)[/]" if torn
+                       else ""))
     stopping.install()  # from here a Ctrl-C or SIGTERM stops the run cleanly (a second one at once)
     results = run_with_progress(pairs, ctx, args.resume, console)
     report.print_summary(results, run_dir, console)
@@ -266,7 +270,8 @@ class RunView:
 
     def __rich__(self):
         table = Table.grid(padding=(0, 2))
-        table.add_row(f"[bold]{self.done}/{self.total} pairs done, {self.total - self.done} left{self.estimate()}[/]", "",
+        table.add_row(f"[bold]{self.done}/{self.total} pairs done, {self.total - self.done} left{self.estimate()}[/]",
+                      "",
                       f"{time.monotonic() - self.started:.0f} s", "")
         for name, stage, in_stage, in_all in self.rows():
             table.add_row(f"  {name}", stage, f"{in_stage:.0f} s in stage", f"{in_all:.0f} s in all")
@@ -438,7 +443,8 @@ def list_command(argv: list) -> int:
         shown = ", ".join(f"{k}={v}" for k, v in constants.items())
         sizes = (f"inputs {', '.join(info['inputs'])} ({info['input_bytes'] / 1e6:,.1f} MB), "
                  f"{info['flops'] / 1e9:,.3g} GFLOP" if "error" not in info else f"[yellow]{info['error']}[/]")
-        console.print(f"[bold]{path.stem}[/]  {shown}\n    {sizes}\n    candidates: {', '.join(candidates) or '(none)'}",
+        console.print(f"[bold]{path.stem}[/]  {shown}\n    {sizes}\n    candidates: "
+                      f"{', '.join(candidates) or '(none)'}",
                       highlight=False)
     return 0
 
@@ -528,5 +534,6 @@ def compare_command(argv: list) -> int:
     worse = [c for c in changes if c.worse]
     for c in worse:
         console.print(f"worse: {c.problem}/{c.candidate}: {c.worse}", highlight=False, soft_wrap=True)
-    console.print(f"{len(worse)} of {len(changes)} pair(s) got worse" if worse else "no pair got worse", highlight=False)
+    console.print(f"{len(worse)} of {len(changes)} pair(s) got worse" if worse else "no pair got worse",
+                  highlight=False)
     return 1 if worse else 0

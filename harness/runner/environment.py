@@ -65,7 +65,8 @@ def resolve_device(requested: str, env: dict) -> str:
         requested = "cuda" if env["cuda_available"] else "cpu"
     if is_gpu(requested):
         if not env["cuda_available"]:
-            raise UsageError(f"--device {requested}: no CUDA GPU is visible here (torch {env['torch']}); use --device cpu")
+            raise UsageError(f"--device {requested}: no CUDA GPU is visible here (torch {env['torch']}); use --device "
+                             f"cpu")
         index = gpu_index(requested)
         if index >= len(env["gpus"]):
             raise UsageError(f"--device {requested}: only {len(env['gpus'])} GPU(s) visible")
@@ -113,7 +114,8 @@ def harness_version() -> str:
     commit = git_commit()
     if commit:
         try:
-            clean = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", "harness"], cwd=ROOT, timeout=10).returncode == 0
+            clean = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", "harness"], cwd=ROOT,
+                                   timeout=10).returncode == 0
         except (OSError, subprocess.SubprocessError):
             clean = False
         if clean:
@@ -130,7 +132,8 @@ def harness_sha() -> str:
 
 def provenance(env: dict) -> dict:
     """torch, CUDA and harness versions and the GPUs: stamped on every Result of the run."""
-    return {"torch": env["torch"], "cuda_version": env["cuda_version"], "harness": harness_version(), "gpus": env["gpus"]}
+    return {"torch": env["torch"], "cuda_version": env["cuda_version"], "harness": harness_version(),
+            "gpus": env["gpus"]}
 
 
 def isolation(config: Config, device: str) -> dict:

@@ -54,7 +54,8 @@ def judge_env(device: str) -> dict:
     return {**JUDGE_ENV, **(GPU_ENV if is_gpu(device) else {}), **USER_ENV}
 
 
-JUDGE_COMMAND = (sys.executable, "-m", "harness.judge.judge")  # a judge of its own; most are forked from the judge factory
+# a judge of its own; most are forked from the judge factory
+JUDGE_COMMAND = (sys.executable, "-m", "harness.judge.judge")
 
 
 class Judge:
@@ -186,7 +187,8 @@ class JudgeStarter:
             self.count += 1
             log_path = log_dir / f"judge-{os.getpid()}-{self.count}.log"
             if self.use_factory and self.factory is None:  # (else each judge is a Python process of its own)
-                self.factory = JudgeFactory(judge_env(self.ctx.device), ROOT, log_dir / f"judge-factory-{os.getpid()}.log",
+                self.factory = JudgeFactory(judge_env(self.ctx.device), ROOT,
+                                            log_dir / f"judge-factory-{os.getpid()}.log",
                                             self.ctx.config.start_timeout)
         return Judge(self.ctx, device, warm=ahead and bool(self.ahead), log_path=log_path,
                      on_ready_to_warm=self.let_warm, factory=self.factory)
@@ -298,7 +300,8 @@ def follow_pair(job: dict, judge: Judge, cfg: Config, log_dir: Path, stem: str,
 
 
 class FollowedPair:
-    """follow_pair's state: the judge's stage, when it began, and whether judges ahead are held for this pair's timing."""
+    """follow_pair's state: the judge's stage, when it began, and whether judges ahead are held for this pair's
+    timing."""
 
     def __init__(self, job: dict, judge: Judge, cfg: Config, stem: str, on_stage, starter):
         self.job, self.judge, self.stem, self.on_stage, self.starter = job, judge, stem, on_stage, starter

@@ -47,7 +47,8 @@ class RunContext:
 
 def pair_key(pair: discover.Pair, source: str, ctx: RunContext) -> str:
     """Problem sha (with --set), solution sha and config hash: what --resume matches on."""
-    problem_sha = discover.sha256_text(pair.problem_path.read_text() + json.dumps(overrides_of(pair, ctx), sort_keys=True))
+    overrides = json.dumps(overrides_of(pair, ctx), sort_keys=True)
+    problem_sha = discover.sha256_text(pair.problem_path.read_text() + overrides)
     cfg = config_hash(ctx.config.replace(device=ctx.device.partition(":")[0]))  # any GPU of the run's model
     return f"{pair.problem}:{problem_sha[:12]}:{pair.solution}:{discover.sha256_text(source)[:12]}:{cfg}"
 
@@ -233,5 +234,6 @@ def new_context(config: Config, device: str, overrides: dict, run_dir: Path, env
 
 def write_run_meta(ctx: RunContext, env: dict, argv: list) -> None:
     """meta.json of the run (environment.write_meta) with its config, device(s) and --set overrides."""
-    environment.write_meta(ctx.run_dir, {"config": ctx.config.to_dict(), "device": ctx.device, "devices": list(ctx.devices),
+    environment.write_meta(ctx.run_dir, {"config": ctx.config.to_dict(), "device": ctx.device,
+                                         "devices": list(ctx.devices),
                                          "overrides": ctx.overrides, "isolation": ctx.isolation}, env, argv)

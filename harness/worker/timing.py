@@ -237,7 +237,8 @@ class Timer:
         return graph
 
     def recapture(self) -> None:
-        """The graphs captured again, as prepare captured them (a confirmation block's re-placement: harness.runner.blocks)."""
+        """The graphs captured again, as prepare captured them (a confirmation block's re-placement:
+        harness.runner.blocks)."""
         self.graphs = (self.capture(with_call=True), self.capture(with_call=False) if self.cold_cache else None)
 
     def let_go_of_output(self) -> None:

@@ -137,7 +137,8 @@ class Worker:
     def op_import(self, path: str, source: str, module_name: str, overrides: dict, class_name: str = "ModelNew",
                   problem: list | None = None):
         """Import the candidate (load_inline builds run here); class_name is the class to build; `problem` (its source
-        and path) runs first in the candidate's namespace, as KernelBench's eval runs both files (harness.common.load)."""
+        and path) runs first in the candidate's namespace, as KernelBench's eval runs both files
+        (harness.common.load)."""
         CANDIDATE_PATH["path"] = str(path)
         self.class_name = class_name
         self.build_lock = lock_build_dir()  # held until ModelNew is built (builds may happen in __init__)
@@ -151,7 +152,8 @@ class Worker:
 
     def op_construct(self, init_args: list, init_seed: int, state_dict: dict | None = None, dtype: str | None = None,
                      mode: str = "constructed"):
-        """Build the model as harness.common.semantics says (the problem's init inputs under the init seed, in `mode`, in
+        """Build the model as harness.common.semantics says (the problem's init inputs under the init seed, in `mode`,
+        in
         `dtype` when the run asks for one: --precision); with `state_dict`, its weights are copied in where they match
         (the reference's worker always; the candidate's only on a second attempt: op_adopt_weights)."""
         try:
@@ -160,7 +162,8 @@ class Worker:
             copied = copy_matching(model, state_dict)[0] if state_dict and isinstance(model, torch.nn.Module) else 0
         except BaseException as exc:
             if BUILDS["error"]:  # an extension built in __init__ failed: a compile error, not a runtime one
-                return channel.failed("compile_error", f"extension build in {self.class_name}(...) failed: " + BUILDS["error"])
+                return channel.failed("compile_error",
+                                      f"extension build in {self.class_name}(...) failed: " + BUILDS["error"])
             return channel.failed("runtime_error", f"{self.class_name}(...) raised " + describe(exc))
         finally:
             release_build_dir(self)
@@ -177,7 +180,8 @@ class Worker:
 
     def op_run(self, inputs: list, poison_sizes: list, seed: int | None = None, keep_state: bool = False):
         """One forward call on fresh inputs, with freed memory poisoned first and the RNG seeded as the reference's
-        call was (harness.common.semantics.call). keep_state (a stateful problem): the model's state is kept before its first
+        call was (harness.common.semantics.call). keep_state (a stateful problem): the model's state is kept before its
+        first
         such call, for op_restore_state."""
         self.held = []
         if keep_state and self.first_state is None:
@@ -225,7 +229,8 @@ class Worker:
         """
         self.held = []
         if self.device.type == "cuda":  # correctness's cached blocks back first: the timing inputs are the harness's
-            torch.cuda.ipc_collect()  # share of this process, the rest is the candidate's own (harness/judge/footprint.py)
+            # share of this process, the rest is the candidate's own (harness/judge/footprint.py)
+            torch.cuda.ipc_collect()
             torch.cuda.empty_cache()
         self.moving_inputs = MovingCopies(inputs)  # private
         self.timing_inputs = self.moving_inputs.tensors
@@ -310,7 +315,8 @@ class Worker:
 
     def op_last_timed_output(self, window: int = -1):
         """What the last timed call returned, for the judge to check; a graph's as calls window `window` of the last
-        sample ended (Timer.snapshot_output), its values only: whether it is an input's storage is read on the output."""
+        sample ended (Timer.snapshot_output), its values only: whether it is an input's storage is read on the
+        output."""
         self.timer.sync()
         # Sent as copies where the output itself must stay: a graph's output lives in its private pool, rewritten by
         # replays; and sending a CPU tensor moves its storage into a shared-memory file, which the next timed call
@@ -393,7 +399,8 @@ def copy_matching(model: torch.nn.Module, reference: dict) -> tuple[int, int]:
     with torch.no_grad():
         for name, tensor in model.state_dict().items():
             ref = reference.get(name)
-            same_kind = ref is not None and (ref.dtype == tensor.dtype or ref.is_floating_point() and tensor.is_floating_point())
+            same_kind = ref is not None and (ref.dtype == tensor.dtype or ref.is_floating_point()
+                                             and tensor.is_floating_point())
             if same_kind and ref.shape == tensor.shape:  # (float dtypes may differ under --precision)
                 changed += not torch.equal(tensor, ref.to(device=tensor.device, dtype=tensor.dtype))
                 tensor.copy_(ref)
@@ -413,7 +420,8 @@ class EarlierOutputs:
                    for x in timing.output_tensors(out) for ptr, ref in self.storages)
 
     def remember(self, out) -> None:
-        self.storages = [(x.untyped_storage().data_ptr(), StorageWeakRef(x.untyped_storage())) for x in timing.output_tensors(out)]
+        self.storages = [(x.untyped_storage().data_ptr(),
+                          StorageWeakRef(x.untyped_storage())) for x in timing.output_tensors(out)]
 
 
 def poison_free_memory(device: torch.device, sizes: list) -> int:
@@ -436,7 +444,8 @@ def poison_free_memory(device: torch.device, sizes: list) -> int:
     held, surplus = [], []  # on a GPU every size's blocks, let go together at the end
     for nbytes in sorted(sizes, reverse=True):
         try:
-            for taken in range(1, (POISON_MAX_BLOCKS if cuda else 4) + 1):  # blocks taken for this size, this one included
+            # blocks taken for this size, this one included
+            for taken in range(1, (POISON_MAX_BLOCKS if cuda else 4) + 1):
                 if cuda and cached_free_bytes(device) < nbytes:
                     break  # no cached block this large is left: every one that could serve it is poisoned
                 reserved = torch.cuda.memory_reserved(device) if cuda else 0
@@ -524,12 +533,14 @@ def serve(conn, worker: Worker) -> None:
             reply = getattr(worker, "op_" + op)(**args)
         except BaseException as exc:
             reply = channel.failed("runtime_error", describe(exc))
-        if reply[0] == "ok":  # (a failed one is sent as it is: a broken CUDA context aborts when it frees what it was sent)
+        # (a failed one is sent as it is: a broken CUDA context aborts when it frees what it was sent)
+        if reply[0] == "ok":
             try:
                 worker.settle()  # an error the request left queued on the GPU is the request's
                 # Let go of what the judge sent (the CUDA IPC mappings of its tensors) inside this request. Released at
                 # the next request instead, the mappings of the 6.4 GB round inputs were closed at the start of a timing
-                # request, and the first window of each round on the H100 took ~5.0 ms, not ~4.3 (bench/bimodal_timing.py).
+                # request, and the first window of each round on the H100 took ~5.0 ms, not ~4.3
+                # (bench/bimodal_timing.py).
                 del args
                 worker.settle()
             except BaseException as exc:
@@ -550,7 +561,8 @@ def warm_up(device: str) -> None:
 
 
 def main() -> None:
-    """A worker's life: forked by its judge (sandbox.become_worker), or `python -m harness.worker.worker`; the judge sets
+    """A worker's life: forked by its judge (sandbox.become_worker), or `python -m harness.worker.worker`; the judge
+    sets
     the environment (its channel's address and key)."""
     die_with_parent()
     instrument_builds()
