@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Optional
+from typing import Any, Optional
 
 THROTTLE_DROP = 0.9  # SM clock falling below 90% of its highest reading during a pair is throttling
 
@@ -12,8 +12,11 @@ class ClockMonitor:
     """Samples SM and memory clocks and the throttle-reason mask of one GPU; a no-op where NVML is missing."""
 
     def __init__(self, device_index: int):
-        self.handle, self.nvml = None, None
-        self.sm, self.mem, self.reasons = [], [], 0
+        self.handle: Any = None
+        self.nvml: Any = None  # the pynvml module, where it imports
+        self.sm: list[int] = []
+        self.mem: list[int] = []
+        self.reasons = 0
         try:
             import pynvml
 

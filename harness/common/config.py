@@ -133,9 +133,9 @@ def build_config(config_file: Optional[str] = None, overrides: Optional[dict] = 
             if key not in config:
                 raise ConfigError(f"Unknown config key '{key}' in {origin}. {suggest(key, config)}")
             config[key] = validate_value(key, value, config[key], origin)
-    config = Config(**config)
-    check_relations(config)
-    return config
+    checked = Config(**config)
+    check_relations(checked)
+    return checked
 
 
 PRECISIONS = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}  # --precision -> torch dtype name

@@ -132,7 +132,7 @@ def allow_only_if(number: int, *alternatives: list) -> list:
     holds, each a list of conditions (argument offset, allowed values) that must all hold; denied otherwise.
     Any other call goes past the block. Jumps name labels (resolved by `assemble`)."""
     tag = f"call{number}"
-    block = [(JEQ_K, 0, f"{tag}.next", number)]
+    block: list = [(JEQ_K, 0, f"{tag}.next", number)]  # instructions (tuples) and labels (strings)
     for a, conditions in enumerate(alternatives):
         failed = f"{tag}.alternative{a + 1}" if a + 1 < len(alternatives) else f"{tag}.deny"
         for c, (offset, values) in enumerate(conditions):
@@ -156,7 +156,7 @@ def assemble(items: list) -> list:
             where[item] = index
         else:
             index += 1
-    program = []
+    program: list[tuple[int, int, int, int]] = []
     for item in (i for i in items if not isinstance(i, str)):
         here = len(program) + 1  # jumps count from the next instruction
         code, true, false, k = item

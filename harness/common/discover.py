@@ -198,7 +198,7 @@ def manifest_pairs(manifest: Path, roots: tuple) -> list[Pair]:
 
 def check_unique_names(pairs: list[Pair]) -> None:
     """Results are keyed by names in tables and logs: two files with one name would be confused."""
-    seen = {}
+    seen: dict = {}
     for pair in pairs:
         other = seen.setdefault((pair.problem, pair.solution), pair)
         if other != pair:
@@ -208,7 +208,8 @@ def check_unique_names(pairs: list[Pair]) -> None:
 
 def extract_code(text: str) -> str:
     """The last fenced code block of an LLM response that defines ModelNew."""
-    blocks, current = [], None
+    blocks: list[str] = []
+    current: Optional[list[str]] = None
     for line in text.splitlines():
         if line.lstrip().startswith("```"):
             # Tolerant of LLM habits: a fence line with trailing prose still closes a block.
@@ -263,7 +264,7 @@ def integer_arithmetic(node: ast.AST, constants: dict) -> Optional[int | tuple]:
         return constants.get(node.id) if type(constants.get(node.id)) is int else None
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         value = integer_arithmetic(node.operand, constants)
-        return None if value is None else -value
+        return -value if isinstance(value, int) else None
     if isinstance(node, ast.BinOp) and type(node.op) in _INTEGER_OPS:
         left, right = integer_arithmetic(node.left, constants), integer_arithmetic(node.right, constants)
         if left is None or right is None or (isinstance(node.op, ast.FloorDiv) and right == 0):

@@ -33,13 +33,13 @@ def make_inputs(module, seed: int, device: torch.device, wide_scale: Optional[fl
     dtype (--precision) casts float tensors."""
     torch.manual_seed(seed)
     with torch.device(device):
-        tracker = DrawTracker() if wide_scale is not None else contextlib.nullcontext()
-        with tracker:
+        tracker = DrawTracker() if wide_scale is not None else None
+        with tracker or contextlib.nullcontext():
             raw = module.get_inputs()
         if not isinstance(raw, (list, tuple)):
             raise ProblemError(f"get_inputs() returned {type(raw).__name__}, expected a list")
         inputs = [to_device(x, device) for x in raw]
-        if wide_scale is not None:
+        if tracker is not None and wide_scale is not None:
             widen_all(inputs, [tracker.is_plain_draw(x) for x in raw], wide_scale, random.Random(seed))
         if dtype is not None:
             inputs = cast_floats(inputs, dtype)

@@ -21,8 +21,8 @@ def override_constants(tree: ast.Module, overrides: dict[str, Any]) -> None:
     ast.fix_missing_locations(tree)
 
 
-def load_module(source: str, path: Path, module_name: str, overrides: Optional[dict] = None,
-                problem: Optional[tuple[str, Path]] = None) -> types.ModuleType:
+def load_module(source: str, path: Path | str, module_name: str, overrides: Optional[dict] = None,
+                problem: Optional[tuple[str, Path | str]] = None) -> types.ModuleType:
     """Execute `source` as module `module_name` (registered in sys.modules) and return it. With `problem` (its source
     and path), the problem file runs first in the same namespace, as KernelBench's eval execs both into one dict: a
     candidate may use the problem's imports and module constants."""
@@ -41,7 +41,7 @@ def load_module(source: str, path: Path, module_name: str, overrides: Optional[d
     return module
 
 
-def compiled(source: str, path: Path, overrides: dict):
+def compiled(source: str, path: Path | str, overrides: dict):
     """`source` with its constants overridden, compiled; its lines registered for inspect."""
     tree = ast.parse(source, filename=str(path))
     override_constants(tree, overrides)

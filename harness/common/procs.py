@@ -10,6 +10,7 @@ import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 from harness.common import clocks
 
@@ -85,10 +86,10 @@ def reap(pid: int, deadline: float) -> None:
         time.sleep(0.01)
 
 
-def task_files(pid: int, name: str) -> list:
+def task_files(pid: int, name: str) -> Optional[list[str]]:
     """The text of /proc/<pid>/task/<tid>/<name> for each thread of a process ([] once it is gone); None where
     the kernel has no such file."""
-    texts = []
+    texts: list[str] = []
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
@@ -128,7 +129,7 @@ def tree(roots) -> list[int]:
 def scheduling(pid: int) -> dict[int, tuple]:
     """{thread id: (nice, policy, CPUs allowed, cgroup)} of a process's threads: what another process of the same
     user can change to slow it down without reading it (setpriority, sched_setaffinity, a write to cgroup.procs)."""
-    states = {}
+    states: dict = {}
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except OSError:  # the process is gone (its death is the pair's verdict, found elsewhere)
@@ -254,7 +255,8 @@ def task_states(pid: int) -> str:
 def stop_all(roots, wait_s: float = STOP_WAIT_S) -> set:
     """SIGSTOP these processes and every descendant, until every thread of each is stopped (a process that
     forks meanwhile is caught on the next pass); the pids stopped. Raises TimeoutError past `wait_s`."""
-    stopped, deadline = set(), time.monotonic() + wait_s
+    stopped: set[int] = set()
+    deadline = time.monotonic() + wait_s
     while True:
         running = [pid for pid in tree(roots) if not set(task_states(pid)) <= STOPPED_STATES]
         if not running:

@@ -32,7 +32,8 @@ def column(doc: str, default: Any = dataclasses.MISSING, *, factory: Any = datac
            shown_in: tuple = ()) -> Any:
     """A Result field with what it means (docs/results.md is made from these: fields_table) and the tables that show
     it as a column of its own name ("csv": speedups.csv, in declaration order)."""
-    return field(default=default, default_factory=factory, metadata={"doc": doc, "shown_in": shown_in})
+    return field(default=default, default_factory=factory,  # type: ignore[call-overload]  # one of the two is MISSING
+                 metadata={"doc": doc, "shown_in": shown_in})
 
 
 @dataclass

@@ -48,7 +48,8 @@ def append_jsonl(path: Path, record: dict) -> None:
 
 def read_jsonl(path: Path) -> tuple[list[dict], int]:
     """The complete records of a results file, and how many torn or unreadable lines were skipped."""
-    records, torn = [], 0
+    records: list = []
+    torn = 0
     if not Path(path).exists():
         return records, torn
     for line in Path(path).read_text().splitlines():

@@ -23,7 +23,7 @@ class Status(str, enum.Enum):
     def __str__(self) -> str:  # "correct", in f-strings and tables alike
         return self.value
 
-    __format__ = str.__format__
+    __format__ = str.__format__  # type: ignore[assignment]  # a str's format spec (widths in tables)
 
 
 WORKER_STATUSES = (Status.COMPILE_ERROR.value, Status.RUNTIME_ERROR.value)  # what a worker's reply may claim

@@ -16,6 +16,7 @@ import threading
 import time
 import traceback
 from pathlib import Path
+from typing import Optional
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode  # imported ahead of the pair: it takes a while
@@ -61,16 +62,18 @@ class PairJudge:
         self.helpers = helpers  # our own children that are no orphans (torch's shared-memory manager)
         # The reference's worker's scheduling before candidate code ran: PairTiming checks that it changes only by our
         # hand.
-        self.ref_schedule = None  # procs.Schedule
+        self.ref_schedule: Optional[procs.Schedule] = None
         self.truth_model = None
         self.memory = PairMemory(self.device, "", job.get("overrides") or {}, None)  # sized in load_problem
         self.on_reference_side = False  # inside reference_side(): a worker's failure there is the reference's
         self.gated = False  # the runner says when to time (judge_protocol.Go): judges ahead may be starting CUDA
-        self.constructed_buffers = {}
+        self.constructed_buffers: dict = {}
         # A stateful problem (semantics.state_tensors; found at trial 1) is judged in lockstep: the state as
         # constructed, before the last reference call, and at the start of timing, for both sides' restores.
-        self.stateful = None  # None until trial 1's reference call tells
-        self.constructed_state = self.call_state = self.timing_state = {}
+        self.stateful: Optional[bool] = None  # None until trial 1's reference call tells
+        self.constructed_state: dict = {}
+        self.call_state: dict = {}
+        self.timing_state: dict = {}
         self.worker_threads = torch.get_num_threads()  # what the workers compute with (main() sets it)
         self.random_reference = False  # does the reference draw random numbers (seen on its first call)?
         self.reference_worker_called = False  # has the reference's timing worker made its first call (trial 1)?
@@ -287,7 +290,10 @@ class PairJudge:
         """Build one worker's model as the judge built its own (semantics.build_model); the reply's payload. The
         candidate keeps the weights its __init__ made; the reference's worker gets a copy of ours, so that it times
         exactly the model the judge checks against."""
-        state = sandbox.outbox.state_copy(self.model.state_dict()) if sandbox is self.ref_sandbox else None
+        state = None
+        if sandbox is self.ref_sandbox:
+            assert sandbox.outbox is not None  # made when it was greeted
+            state = sandbox.outbox.state_copy(self.model.state_dict())
         self.hand_over()
         # A candidate may build its extension in __init__: construction gets the build's time limit too.
         reply = sandbox.request("construct", self.cfg.timeout + self.cfg.compile_timeout, init_args=self.init_args,
@@ -298,8 +304,8 @@ class PairJudge:
     def adopt_reference_weights(self) -> bool:
         """The second attempt's start: the reference's weights copied over the candidate's own where names and shapes
         match; True when that changed any of them (else a second attempt would judge the same model again)."""
-        constructed = {name: self.constructed_buffers.get(name, value) for name,
-                       value in self.model.state_dict().items()}
+        constructed = {name: self.constructed_buffers.get(name, value)
+                       for name, value in self.model.state_dict().items()}
         state = self.sandbox.outbox.state_copy(constructed)
         del constructed
         self.hand_over()
@@ -504,7 +510,7 @@ class PairJudge:
 
     def finish(self) -> None:
         """Stop both workers, keep the candidate's log, and record each process's peak memory."""
-        infos = {}
+        infos: dict = {}
         with self.phase("finish.workers"):  # both at once: each takes ~0.1 s to end on the H100
             closing = threading.Thread(target=lambda: infos.update(reference=self.ref_sandbox.close()))
             if self.ref_sandbox is not None:

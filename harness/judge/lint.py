@@ -10,6 +10,7 @@ import json
 import secrets
 import sys
 from pathlib import Path
+from typing import Optional
 
 import torch
 
@@ -25,7 +26,7 @@ def lint_problem(path: Path, device: torch.device, overrides: dict, cfg: Config)
     when it cannot be checked here (too large for this machine, with the --set to shrink it)."""
     try:
         source = path.read_text()
-        problem = load_module(source, str(path), "problem_module", overrides)
+        problem = load_module(source, path, "problem_module", overrides)
         # (the lint holds less than a pair: the host's rule leaves room on a GPU too)
         shortfall = problem_info.memory_shortfall(problem_info.sizes(problem), source, overrides,
                                                   problem_info.free_memory(device))
@@ -54,7 +55,8 @@ class ProblemCheck:
 
     def __init__(self, cfg: Config, problem: str):
         self.cfg, self.problem = cfg, problem
-        self.findings, self.first = [], None  # what is wrong; the first outputs' fingerprints
+        self.findings: list[str] = []  # what is wrong
+        self.first: Optional[list] = None  # the first outputs' fingerprints
 
     def see(self, outputs: list) -> None:
         """The outputs of the next draw (the first two count)."""

@@ -17,7 +17,8 @@ import time
 import traceback
 import warnings
 from pathlib import Path
-from typing import Optional
+from multiprocessing.connection import Connection
+from typing import Callable, Optional
 
 from harness.common import channel, confine, handover, procs
 from harness.common.devices import torch_device
@@ -83,11 +84,13 @@ class Sandbox:
         self.drainer = threading.Thread(target=self._drain, daemon=True)
         self.drainer.start()
         self.kill_grace_s = kill_grace_s
-        self.conn = None
-        self.outbox = None  # where what we send it is allocated (made when it is greeted: then its device is known)
-        self.awaiting = None  # the request whose reply has not been read
-        self.strays = lambda: []  # further processes of this side (the judge's adopted orphans)
-        self.paused = set()  # the processes stopped between requests
+        self.conn: Optional[Connection] = None
+        # where what we send it is allocated (made when it is greeted: then its device is known)
+        self.outbox: Optional[handover.Outbox] = None
+        self.awaiting: Optional[str] = None  # the request whose reply has not been read
+        # further processes of this side (the judge's adopted orphans)
+        self.strays: Callable[[], list[int]] = lambda: []
+        self.paused: set[int] = set()  # the processes stopped between requests
         self.sent_ns = 0
         self.last_request_ms = 0.0  # from the last request's send to its reply, pauses excluded
 
@@ -98,6 +101,12 @@ class Sandbox:
             self.listener.close()
             channel.bound_stalls(self.conn, STALL_S)
 
+    def connected(self) -> Connection:
+        """The channel to the worker, once it has connected."""
+        if self.conn is None:
+            raise RuntimeError("the worker has not connected yet")
+        return self.conn
+
     def start_warm_up(self, device: str, timeout: float = 120) -> None:
         """Before the pair (no candidate code loaded yet): have the worker start CUDA and the profiler."""
         self.connect(timeout)
@@ -105,8 +114,9 @@ class Sandbox:
 
     def finish_warm_up(self, timeout: float = 120) -> None:
         """Wait for the worker's word that its warm-up is over (whatever it says: only time is at stake)."""
-        if self.conn.poll(timeout):
-            channel.recv_restricted(self.conn)
+        conn = self.connected()
+        if conn.poll(timeout):
+            channel.recv_restricted(conn)
 
     def greet(self, device: str, cold_cache: bool, env: dict, timeout: float = 120) -> None:
         """Wait for the worker to connect, then send it its device, timer setting and build environment."""
@@ -136,7 +146,7 @@ class Sandbox:
 
     def _accept(self, listener, timeout: float):
         """Wait for the worker to connect, noticing when it dies first."""
-        result = {}
+        result: dict = {}
         thread = threading.Thread(target=lambda: result.setdefault("conn", listener.accept()), daemon=True)
         thread.start()
         deadline = time.monotonic() + timeout
@@ -162,7 +172,7 @@ class Sandbox:
 
     def send_message(self, message) -> None:
         try:
-            self.conn.send(message)
+            self.connected().send(message)
         except BlockingIOError:  # the worker stopped reading for STALL_S
             self.stop()
             raise WorkerFailure(Status.TIMEOUT,
@@ -174,8 +184,9 @@ class Sandbox:
         """The reply to the request `op` sent last."""
         self.awaiting = None
         deadline = time.monotonic() + timeout
-        while not self.conn.poll(0.05):
-            if self.proc.poll() is not None and not self.conn.poll(0.2):
+        conn = self.connected()
+        while not conn.poll(0.05):
+            if self.proc.poll() is not None and not conn.poll(0.2):
                 raise self._death()
             if time.monotonic() > deadline:
                 self.stop()
@@ -188,7 +199,7 @@ class Sandbox:
     def _read_reply(self, op: str) -> channel.Reply:
         """The reply waiting on the channel, read with every way it can be wrong turned into WorkerFailure."""
         try:
-            return channel.parse_reply(channel.recv_restricted(self.conn))
+            return channel.parse_reply(channel.recv_restricted(self.connected()))
         except channel.MalformedReply as exc:
             self.stop()
             raise WorkerFailure(Status.CRASH, str(exc)) from None
@@ -279,7 +290,8 @@ class ForkedWorker:
         if pid == 0:
             become_worker(env, cwd, write_end, confined)
         os.close(write_end)  # the child holds the only write end: its death is our EOF
-        self.pid, self.returncode = pid, None
+        self.pid = pid
+        self.returncode: Optional[int] = None
         self.stdout = os.fdopen(read_end, "rb")
 
     def poll(self) -> Optional[int]:
@@ -293,7 +305,7 @@ class ForkedWorker:
                 self.returncode = os.waitstatus_to_exitcode(status)
         return self.returncode
 
-    def wait(self, timeout: float) -> int:
+    def wait(self, timeout: float) -> Optional[int]:
         deadline = time.monotonic() + timeout
         while self.poll() is None:
             if time.monotonic() > deadline:

@@ -12,6 +12,7 @@ import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 import torch
 
@@ -54,7 +55,7 @@ def timer_disagrees(ref: Requests, new: Requests, cold_cache: bool, flush_ms: fl
     passed, or whose unexplained time exceeds the reference's in the same rounds by over 10% of the request plus
     0.2 ms (plus the jitter of those differences), has been tampered with.
     """
-    def unexplained(side: Requests) -> list:
+    def unexplained(side: Requests) -> Optional[list]:
         batch_ok = isinstance(side.batch, int) and 0 < side.batch <= timing.MAX_BATCH
         if side.method not in timing.METHODS or not batch_ok:
             return None
@@ -360,10 +361,12 @@ class Rounds:
         self.clocks = ClockMonitor(pair.device.index or 0) if pair.device.type == "cuda" else None
         self.probe = pair.gpu_probe()
         self.window_clean = True  # this round's windows each began on a GPU of our own
-        self.ref_judged, self.new_judged = [], []  # the judge's own wall clock (ms) around each timing request
+        # the judge's own wall clock (ms) around each timing request
+        self.ref_judged: list[float] = []
+        self.new_judged: list[float] = []
         self.rng = random.Random(pair.judge.timing_seed())
-        self.checked = []  # rounds whose timed output was checked
-        self.first = []  # which side each round timed first: "R" (reference) or "N" (candidate)
+        self.checked: list[int] = []  # rounds whose timed output was checked
+        self.first: list[Optional[str]] = []  # which side each round timed first: "R" (reference) or "N" (candidate)
         self.replaces = replaces_every_round(pair.device, pair.cfg, pair.judge.block, pair.result.ref_timer)
 
     def gpu_is_ours(self) -> None:

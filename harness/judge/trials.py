@@ -299,13 +299,12 @@ def wrong_values(where: str, comparison: check.Comparison, reply: dict, ref_erro
     """The verdict for an output outside tolerance, in one line: where, how many elements and the first, whether it
     returned an earlier call's storage, and both errors against float64 when the truth was there (else `room`: how far
     it lay against the reference's own error, where the trials measured one)."""
-    reason = comparison.reason
+    reason = comparison.reason or ""
     if reply.get("reused_storage"):
         reason = f"it returned the storage of an earlier call's output (a cached result?): {reason}"
     if ref_error is not None:
         reason += (f"; against float64 its worst error is {new_error.worst:.3g} tolerances ({new_error.outside} "
-                   f"elements "
-                   f"beyond one), the reference's {ref_error.worst:.3g} ({ref_error.outside})")
+                   f"elements beyond one), the reference's {ref_error.worst:.3g} ({ref_error.outside})")
     elif room:
         reason += f"; {room}"
     verdict = Verdict(Status.INCORRECT, f"{where}: {reason}")

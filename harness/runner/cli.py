@@ -12,6 +12,7 @@ import threading
 import time
 from datetime import datetime
 from pathlib import Path
+from typing import Optional
 
 from rich.console import Console
 from rich.markup import escape
@@ -164,7 +165,7 @@ def evaluate(args, argv: list) -> int:
     devices = environment.resolve_devices(args.devices, env) if args.devices else []
     device = devices[0] if devices else environment.resolve_device(config.device, env)
     run_dir = Path(args.out) if args.out else new_run_dir(Path(config.results_dir), sorted({p.problem for p in pairs}))
-    ctx = runner.new_context(config, device, overrides, run_dir, env, devices)
+    ctx = runner.new_context(config, device, overrides, run_dir, env, tuple(devices))
     ctx.executor, ctx.ray_address = args.executor, args.ray_address
     ctx.min_speedup = args.min_speedup if args.gate else None
     ctx.isolation = environment.isolation(config, device)
@@ -229,9 +230,11 @@ class RunView:
     def __init__(self, total: int):
         self.total, self.done, self.judged = total, 0, 0
         self.started = time.monotonic()
-        self.first_start = None  # when the first judge of this run began (the pace: pairs a judge ended)
-        self.seen, self.with_judge = set(), set()  # pairs this run handled; those a judge took
-        self.running = {}  # (problem, solution) -> [stage, stage started, pair started]
+        # when the first judge of this run began (the pace: pairs a judge ended)
+        self.first_start: Optional[float] = None
+        self.seen: set[tuple[str, str]] = set()  # pairs this run handled
+        self.with_judge: set[tuple[str, str]] = set()  # those a judge took
+        self.running: dict[tuple[str, str], list] = {}  # (problem, solution) -> [stage, stage started, pair started]
         self.lock = threading.Lock()
 
     def stage(self, pair, stage: str) -> None:
@@ -256,7 +259,7 @@ class RunView:
         """', ~N min left' from the pace of the pairs a judge ended so far ('' before the second, or none left: one pair
         says little of the next, whose pre-flight check may skip it in a second)."""
         left = self.total - self.done
-        if self.judged < 2 or not left:
+        if self.judged < 2 or not left or self.first_start is None:
             return ""
         seconds = (time.monotonic() - self.first_start) / self.judged * left
         return f", ~{seconds / 60:.0f} min left" if seconds >= 90 else f", ~{seconds:.0f} s left"
@@ -283,7 +286,7 @@ class StallReporter:
 
     def __init__(self, view: RunView, console: Console, first_s: float = 60.0, every_s: float = 5.0):
         self.view, self.console, self.first_s, self.every_s = view, console, first_s, every_s
-        self.told = {}  # (pair, stage) -> seconds last reported
+        self.told: dict = {}  # (pair, stage) -> seconds last reported
         self.stop = threading.Event()
 
     def __enter__(self):

@@ -24,6 +24,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Optional
 
 
 class FactoryGone(RuntimeError):
@@ -36,15 +37,15 @@ class ForkedJudge:
     def __init__(self, pid: int, factory: "JudgeFactory"):
         self.pid, self.factory = pid, factory
         self.stdin = self.stdout = None  # our ends of its pipes, given by JudgeFactory.fork
-        self.returncode = None
+        self.returncode: Optional[int] = None
         self.ended = threading.Event()
 
     def poll(self):
         return self.returncode
 
-    def wait(self, timeout: float | None = None) -> int:
+    def wait(self, timeout: float | None = None) -> Optional[int]:
         if not self.ended.wait(timeout):
-            raise subprocess.TimeoutExpired(f"judge {self.pid}", timeout)
+            raise subprocess.TimeoutExpired(f"judge {self.pid}", timeout or 0.0)
         return self.returncode
 
     def kill(self) -> None:
@@ -177,7 +178,7 @@ def main() -> None:
     os.set_blocking(wake_w, False)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     signal.set_wakeup_fd(wake_w)
-    children = set()
+    children: set[int] = set()
     while True:
         readable = select.select([sock, wake_r], [], [])[0]
         if wake_r in readable:

@@ -119,6 +119,7 @@ def compare_runs(old: list[Result], new: list[Result]) -> list[Change]:
     for key in sorted(set(before) | set(after)):
         a, b = before.get(key), after.get(key)
         worse = verdict.got_worse(a, b) if a and b and not verdict.not_comparable(a, b) else None
-        changes.append(Change(key[0], key[1], a and a.status, b and b.status, a and a.speedup, b and b.speedup,
+        changes.append(Change(key[0], key[1], a.status if a else None, b.status if b else None,
+                              a.speedup if a else None, b.speedup if b else None,
                               verdict.change_between(a, b), worse))
     return changes

@@ -20,7 +20,7 @@ from typing import Callable, Optional
 from harness.common import protocol, stages, stopping
 from harness.common.config import Config
 from harness.common.devices import is_gpu
-from harness.runner.factory import FactoryGone, JudgeFactory
+from harness.runner.factory import FactoryGone, ForkedJudge, JudgeFactory
 from harness.common.records import Result, failure
 from harness.common.verdict import Status
 
@@ -68,15 +68,16 @@ class Judge:
                  factory: Optional[JudgeFactory] = None):
         self.log_path, self.device = log_path, device
         with open(log_path, "w") as log:
-            self.proc = None
+            proc: ForkedJudge | subprocess.Popen[str] | None = None
             if factory is not None and self.command == JUDGE_COMMAND:  # (tests replace the command)
                 try:
-                    self.proc = factory.fork(log)
+                    proc = factory.fork(log)
                 except FactoryGone as exc:
                     print(f"{exc}: judges are started as processes of their own", file=log, flush=True)
-            if self.proc is None:
-                self.proc = subprocess.Popen(list(self.command), cwd=ROOT, env=judge_env(ctx.device),
-                                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
+            if proc is None:
+                proc = subprocess.Popen(list(self.command), cwd=ROOT, env=judge_env(ctx.device),
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
+            self.proc = proc
         self.lines: queue.Queue = queue.Queue()
         self.outbox: queue.Queue = queue.Queue()
         self.worker_groups: list = []
@@ -90,7 +91,9 @@ class Judge:
         self.write(protocol.encode(protocol.Start(ctx.config, warm_device, time.time())))
 
     def _read(self) -> None:
-        for line in self.proc.stdout:
+        stdout = self.proc.stdout
+        assert stdout is not None  # our pipe from the judge
+        for line in stdout:
             try:
                 message = protocol.from_judge(line)
             except ValueError as exc:  # follow_pair says so: the pair is a harness_error
@@ -115,10 +118,12 @@ class Judge:
 
     def _write(self) -> None:
         try:
+            stdin = self.proc.stdin
+            assert stdin is not None  # our pipe to the judge
             while (text := self.outbox.get()) is not None:
-                self.proc.stdin.write(text)
-                self.proc.stdin.flush()
-            self.proc.stdin.close()
+                stdin.write(text)
+                stdin.flush()
+            stdin.close()
         except (OSError, ValueError):  # the judge is gone: its output says so
             pass
 
@@ -170,12 +175,13 @@ class JudgeStarter:
         self.ctx, self.ahead, self.count = ctx, ahead, 0
         self.left = math.inf if pairs is None else pairs  # pairs yet to take a judge (None: not known, no limit)
         self.lock = threading.Lock()
-        self.use_factory, self.factory = factory, None  # judges forked from a factory process, started with the first
+        self.use_factory = factory
+        self.factory: Optional[JudgeFactory] = None  # judges forked from a factory process, started with the first
         self.holding: set = set()  # devices where no judge ahead may start CUDA now
         self.held: dict = {}  # device: judges ready to warm up, waiting for that device's pair
         self.warming: dict = {}  # device: judges told to warm up
-        self.ready = {device: [] for device in devices}
-        for n in range(min(len(devices) * ahead, self.left)):
+        self.ready: dict[str, list[Judge]] = {device: [] for device in devices}
+        for n in range(int(min(len(devices) * ahead, self.left))):
             device = devices[n % len(devices)]
             self.ready[device].append(self.start(device))
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.table import Table
 
 from harness.common import records, store, verdict
@@ -41,9 +41,10 @@ def fmt(value, spec: str) -> str:
 def console_table(results: list[Result], title: str) -> Table:
     """The rich table printed at the end of a run."""
     table = Table(title=title, title_justify="left")
-    for name, justify in [("problem", "left"), ("solution", "left"), ("status", "left"), ("ref ms", "right"),
-                          ("new ms", "right"), ("speedup [95% CI]", "right"), ("SOL %", "right"),
-                          ("max abs err", "right")]:
+    columns: list[tuple[str, JustifyMethod]] = [
+        ("problem", "left"), ("solution", "left"), ("status", "left"), ("ref ms", "right"), ("new ms", "right"),
+        ("speedup [95% CI]", "right"), ("SOL %", "right"), ("max abs err", "right")]
+    for name, justify in columns:
         table.add_column(name, justify=justify, no_wrap=True)
     table.add_column("flags / reason", overflow="fold", min_width=24)
     for r in speedups_rows(results):

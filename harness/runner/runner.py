@@ -86,9 +86,10 @@ def plan_pairs(pairs: list, ctx: RunContext) -> list[PlannedPair]:
     plans = []
     for index, pair in enumerate(pairs):
         source, early = read_candidate(pair)
-        if early is None:
+        if early is None and source is not None:
             early = skip_for_device(pair, source, ctx.device)
-        prebuild = early is None and builds.enabled(ctx.config, ctx.device) and discover.builds_extension(source)
+        prebuild = (early is None and source is not None and builds.enabled(ctx.config, ctx.device)
+                    and discover.builds_extension(source))
         plans.append(PlannedPair(index, pair, source, early, pair_key(pair, source or "", ctx), prebuild,
                                  build_dir(ctx, source or "")))
     return plans
@@ -136,8 +137,13 @@ def evaluate_pair(plan: PlannedPair, ctx: RunContext, prebuilt: Optional[builds.
     started = time.monotonic()
     pair, source, early = plan.pair, plan.source, plan.early
     if early is None and prebuilt is not None and prebuilt.result is not None:  # its build failed
-        early = failure(pair.problem, pair.solution, Status(prebuilt.result.status), prebuilt.result.error)
-    result = early or hand_to_judge(pair, source, ctx, starter, on_stage)
+        early = failure(pair.problem, pair.solution, Status(prebuilt.result.status),
+                        prebuilt.result.error or "")
+    if early is None:
+        assert source is not None  # read_candidate gives a source wherever it gives no early end
+        result = hand_to_judge(pair, source, ctx, starter, on_stage)
+    else:
+        result = early
     if prebuilt is not None:
         prebuilt.add_to(result)
     result.backend = result.backend or (discover.backend_of(source) if source else None)
@@ -197,6 +203,7 @@ def prebuild_pair(plan: PlannedPair, ctx: RunContext) -> Optional[builds.Prebuil
     pair = plan.pair
     if stopping.requested():  # the run was stopped: no new build
         return None
+    assert plan.source is not None  # a pair is prebuilt only when its source builds an extension
     try:
         return builds.prebuild(pair.problem, pair.problem_path, pair.solution, pair.solution_path, plan.source,
                                overrides_of(pair, ctx), plan.build_dir, ctx.arch, ctx.config)

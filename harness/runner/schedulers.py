@@ -57,7 +57,7 @@ class LocalScheduler:
 
     def run_pairs(self, plans: list, devices: tuple, ctx, emit: Emit, on_stage: OnStage) -> None:
         """Each pair's build, then its evaluation on the first free device."""
-        free = queue.Queue()
+        free: queue.Queue = queue.Queue()
         for device in devices:
             free.put(device)
         gpu_run = is_gpu(ctx.device)
@@ -66,7 +66,7 @@ class LocalScheduler:
         build_pool = ThreadPoolExecutor(builds.pool_size(ctx.config)) if any(p.prebuild for p in plans) else None
         builds_by_folder = {}  # one build per source: pairs with the same source share it
         for plan in plans:
-            if plan.prebuild and plan.build_dir not in builds_by_folder:
+            if plan.prebuild and build_pool is not None and plan.build_dir not in builds_by_folder:
                 builds_by_folder[plan.build_dir] = (build_pool.submit(self.prebuild, plan, ctx), plan.index)
 
         def judge(plan: PlannedPair) -> None:

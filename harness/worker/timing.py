@@ -14,7 +14,7 @@ import math
 import statistics
 import time
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import torch
 
@@ -70,6 +70,11 @@ def cpu_last_level_cache_bytes() -> int:
     return max(sizes, default=CPU_FLUSH_FALLBACK_BYTES)
 
 
+def not_prepared() -> object:
+    """A Timer's function before `prepare` gives it one."""
+    raise RuntimeError("Timer.prepare has not been called")
+
+
 class Timer:
     """Times one function on one device; `prepare` picks the method, `sample` returns (ms, wall_ms) per call.
 
@@ -83,15 +88,19 @@ class Timer:
         self.lead_us = lead_us  # GPU spin queued before each window's start event (window_lead_us, window)
         self.is_cuda = device.type == "cuda"
         self.cold_cache = cold_cache
-        self.flush_buffer = None
+        self.flush_buffer: Optional[torch.Tensor] = None
         self.place_flush_buffer()
         self.method = "cuda_event" if self.is_cuda else "perf_counter"
-        self.fn, self.batch, self.inputs = None, 1, []
-        self.graphs, self.capture_stream = None, None
-        self.last_output = None  # what the last timed call returned (the judge checks it)
-        self.before_call = None  # a stateful model's restore before each timed call (outside single windows)
+        self.fn: Callable[[], object] = not_prepared
+        self.batch = 1
+        self.inputs: list[torch.Tensor] = []
+        self.graphs: Optional[tuple[Any, Any]] = None  # (calls and flushes, flushes alone or None)
+        self.capture_stream: Optional[torch.cuda.Stream] = None
+        self.last_output: object = None  # what the last timed call returned (the judge checks it)
+        # a stateful model's restore before each timed call (outside single windows)
+        self.before_call: Optional[Callable[[], None]] = None
         self.idle_sync_ms = self.measure_idle_sync_ms()
-        self.snapshots = []  # a graph's output as each calls window of the last sample ended (snapshot_output)
+        self.snapshots: list = []  # a graph's output as each calls window of the last sample ended (snapshot_output)
         self.launch_late = False  # did the last window's launch outlast its lead spin (window)?
 
     def flush_bytes(self) -> int:
@@ -205,6 +214,7 @@ class Timer:
         for t, e in zip(replayed, expected):  # contents the replay must overwrite to pass
             t.copy_(e.logical_not() if e.dtype == torch.bool else
                     e + 1 if not (e.is_floating_point() or e.is_complex()) else torch.full_like(e, float("nan")))
+        assert self.graphs is not None  # (captured by prepare, which asks this)
         self.graphs[0].replay()
         self.sync()
         return all(a.shape == b.shape and same_values(a, b) for a, b in zip(expected, replayed))
@@ -281,9 +291,9 @@ class Timer:
         """
         self.sync()
         if not self.is_cuda:
-            start = _perf_counter_ns()
+            began = _perf_counter_ns()
             body()
-            wall = (_perf_counter_ns() - start) / 1e6
+            wall = (_perf_counter_ns() - began) / 1e6
             return wall, wall
         start, end = _Event(enable_timing=True), _Event(enable_timing=True)
         lead_us = window_lead_us(self.method, self.lead_us) if lead_us is None else lead_us
@@ -327,6 +337,7 @@ class Timer:
                 timed.append(self.window(self.once))
             return tuple(sum(column) / self.batch for column in zip(*timed))
         if self.method == "cuda_graph":
+            assert self.graphs is not None  # the method is cuda_graph only once both are captured
             graph_calls, graph_flushes = self.graphs
             calls, flushes = graph_calls.replay, graph_flushes.replay if graph_flushes else None
         else:

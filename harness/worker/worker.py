@@ -14,7 +14,8 @@ import fcntl
 import os
 import signal
 import traceback
-from typing import Callable
+import types
+from typing import Any, Callable, Optional
 
 from harness.worker import timing
 from harness.common import channel, handover, semantics
@@ -25,7 +26,7 @@ from harness.common.load import load_module
 import torch
 from torch.multiprocessing.reductions import StorageWeakRef
 
-BUILDS = {"seconds": 0.0, "error": None}  # time in, and the last failure of, extension builds
+BUILDS: dict[str, Any] = {"seconds": 0.0, "error": None}  # time in, and the last failure of, extension builds
 POISON_BYTE = 0xFF  # all-ones is NaN in float16, bfloat16, float32 and float64
 POISON_MAX_BLOCKS = 64
 M_PERTURB = -6  # glibc's mallopt parameter: fill each block malloc hands out with the complement of its byte
@@ -40,7 +41,8 @@ def die_with_parent() -> None:
         pass
 
 
-CANDIDATE_PATH = {"path": None}  # set at import: frames in this file are the ones worth naming
+# set at import: frames in this file are the ones worth naming
+CANDIDATE_PATH: dict[str, Optional[str]] = {"path": None}
 
 
 def describe(exc: BaseException) -> str:
@@ -102,6 +104,7 @@ def package(out, inputs: list, copies: bool = False) -> dict:
             return handover.copy(x)
         return handover.copy(x) if copies else x.detach()
 
+    reply: dict[str, object]
     if isinstance(out, torch.Tensor):  # a subclass too: item() names it
         reply = {"kind": "tensor", "items": [item(out)]}
     elif type(out) in (tuple, list):
@@ -120,14 +123,18 @@ class Worker:
         if self.device.type == "cuda":
             torch.cuda.set_device(self.device)
         self.timer = timing.Timer(self.device, cold_cache)
-        self.module = self.model = None
+        self.module: Optional[types.ModuleType] = None
+        self.model: Any = None  # the candidate's (or the reference's) model: whatever its class made
         self.class_name = "ModelNew"
         self.build_lock = None
-        self.held = []  # outputs the judge may still be reading
-        self.timing_inputs = self.moving_inputs = None
+        self.held: list = []  # outputs the judge may still be reading
+        self.timing_inputs: list = []
+        self.moving_inputs: Optional[MovingCopies] = None
         self.outputs = EarlierOutputs()
-        self.pad = None  # a confirmation block's placement pad (op_replace)
-        self.first_state = self.timing_state = None  # a stateful problem's state before its first call; at timing
+        self.pad: Optional[torch.Tensor] = None  # a confirmation block's placement pad (op_replace)
+        # a stateful problem's state before its first call; at timing
+        self.first_state: Optional[dict] = None
+        self.timing_state: Optional[dict] = None
         self.own_ooms = 0  # out-of-memory errors of the harness's own in this process (poisoning), not the candidate's
 
     def settle(self) -> None:
@@ -235,13 +242,14 @@ class Worker:
         self.moving_inputs = MovingCopies(inputs)  # private
         self.timing_inputs = self.moving_inputs.tensors
         if stateful:
-            self.timing_state = semantics.model_state(self.model, on_cpu=False)
-            self.timer.before_call = lambda: semantics.restore_state(self.model, self.timing_state)
+            state = self.timing_state = semantics.model_state(self.model, on_cpu=False)
+            self.timer.before_call = lambda: semantics.restore_state(self.model, state)
         return channel.ok({})
 
     def op_refresh_timing_inputs(self, inputs: list):
         """New contents for the timing inputs, each moved within its buffer first (MovingCopies), but in place while
         a captured graph times them (it keeps their addresses)."""
+        assert self.moving_inputs is not None  # set_timing_inputs comes first
         self.timing_inputs = self.moving_inputs.refill(inputs, move=self.timer.method != "cuda_graph")
         self.timer.sync()
         return channel.ok({})
@@ -297,6 +305,7 @@ class Worker:
         except torch.cuda.OutOfMemoryError:
             self.own_ooms += 1  # the harness's, not the candidate's (worker_ooms)
             return
+        assert self.moving_inputs is not None  # set_timing_inputs comes first
         self.timing_inputs = self.moving_inputs.refill(current, move=True)
 
     def beside_the_pad(self, make: Callable[[], object]) -> None:
@@ -401,7 +410,8 @@ def copy_matching(model: torch.nn.Module, reference: dict) -> tuple[int, int]:
             ref = reference.get(name)
             same_kind = ref is not None and (ref.dtype == tensor.dtype or ref.is_floating_point()
                                              and tensor.is_floating_point())
-            if same_kind and ref.shape == tensor.shape:  # (float dtypes may differ under --precision)
+            # (float dtypes may differ under --precision)
+            if ref is not None and same_kind and ref.shape == tensor.shape:
                 changed += not torch.equal(tensor, ref.to(device=tensor.device, dtype=tensor.dtype))
                 tensor.copy_(ref)
                 copied += 1
@@ -465,7 +475,7 @@ def poison_free_memory(device: torch.device, sizes: list) -> int:
     if cuda:
         torch.cuda.synchronize(device)
     ooms_after = timing.out_of_memory_count(device)
-    return ooms_after - ooms_before if None not in (ooms_before, ooms_after) else 0
+    return ooms_after - ooms_before if ooms_before is not None and ooms_after is not None else 0
 
 
 @contextlib.contextmanager
