@@ -18,6 +18,17 @@ def golden_results() -> list:
     return [Result.from_dict(json.loads(line)) for line in (GOLDEN / "results.jsonl").read_text().splitlines()]
 
 
+def pair_job(**fields):
+    """A protocol.PairJob with stand-in values for whatever a test leaves out."""
+    from harness.common.config import build_config
+    from harness.common.protocol import PairJob
+
+    base = dict(problem="p", problem_path="p.py", solution="s", solution_path="s.py", solution_source="",
+                overrides={}, device="cpu", config=build_config(str(FAST_CONFIG), {"device": "cpu"}), secret=7,
+                log_path="/dev/null", build_dir="", peaks_dir="")
+    return PairJob(**{**base, **fields})
+
+
 def cuda_available() -> bool:
     import torch
 

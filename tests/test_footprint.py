@@ -9,6 +9,7 @@ from harness.judge import footprint
 from harness.common import problem_info
 from harness.common.load import load_module
 from harness.common.verdict import Status
+from support import pair_job
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -115,7 +116,7 @@ def test_a_pair_that_leaves_no_room_to_measure_the_peaks_goes_without_a_speed_of
     monkeypatch.setattr(roofline, "device_peaks", no_room)
     notes = []
     pair = SimpleNamespace(result=Result(problem="p", solution="s", status=Status.CORRECT, new_ms=1.0, ref_ms=1.0),
-                           device=torch.device("cpu"), job={"peaks_dir": str(tmp_path)},
+                           device=torch.device("cpu"), job=pair_job(peaks_dir=str(tmp_path)),
                            judge=SimpleNamespace(compute_dtype=torch.float32, note=notes.append,
                                                  memory=PairMemory(torch.device("cpu"), "", {}, None)))
     PairTiming.record_roofline(pair)

@@ -3,7 +3,7 @@ import json
 import subprocess
 import sys
 
-from support import FAST_CONFIG, FIXTURES, ROOT
+from support import FAST_CONFIG, FIXTURES, ROOT, pair_job
 
 
 def run_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -207,8 +207,7 @@ def test_each_block_and_pair_times_by_draws_of_its_own():
     from harness.judge.judge import PairJudge
 
     def seed(block: int, solution: str = "a") -> int:
-        job = {"problem": "p", "solution": solution, "config": build_config(str(FAST_CONFIG), {"device": "cpu"}),
-               "device": "cpu", "secret": 7, "block": block}
+        job = pair_job(solution=solution, config=build_config(str(FAST_CONFIG), {"device": "cpu"}), block=block)
         return PairJudge(job, (None, None), frozenset()).timing_seed()
 
     assert seed(1) == seed(1)  # one run, one pair, one block: the same draws, as the judge's checks need

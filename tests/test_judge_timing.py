@@ -9,6 +9,7 @@ from harness.common import procs
 from harness.common.config import build_config
 from harness.judge.timing import plausible_sample, replaces_every_round, resolution_pct
 from harness.common.verdict import Verdict
+from support import pair_job
 
 
 def tamper_check(ref_judged, new_judged, samples_ms=0.1):
@@ -118,7 +119,7 @@ def fake_pair(ref, new):
     pair.cfg = build_config().replace(min_rounds=10, max_rounds=30, max_timing_s=30.0, target_ci_pct=1.0,
                                       cpu_target_ci_pct=3.0, min_timing_s=0.0, timeout=5.0, gpu_probe_ms=0.0,
                                       interference_rounds=3, cold_cache=False, launch_lead_us=0.0, compile_baseline=False)
-    pair.device, pair.job = torch.device("cpu"), {"secret": 7}
+    pair.device, pair.job = torch.device("cpu"), pair_job()
     pair.result = SimpleNamespace(rounds_discarded=None, ref_wall_ms=[], new_wall_ms=[], flags=[], gpu_wait_ms=None,
                                   timed_outputs_checked=None, judge_wall_ms=None, ref_batch=1, ref_timer="perf_counter")
     pair.ref_sandbox, pair.sandbox = ref, new

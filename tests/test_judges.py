@@ -4,7 +4,7 @@ import sys
 import time
 from types import SimpleNamespace
 
-from support import FAST_CONFIG
+from support import FAST_CONFIG, pair_job
 from harness.runner import judges
 from harness.common import stages
 from harness.common.config import Config, build_config
@@ -24,7 +24,7 @@ def config(**changes) -> Config:
     return build_config(str(FAST_CONFIG), {"device": "cpu"}).replace(**changes)
 
 
-JOB = {"problem": "p", "solution": "s", "config": config()}
+JOB = pair_job(config=config())
 
 
 def test_a_stage_past_its_deadline_stops_the_judge_and_names_the_stage(tmp_path):

@@ -5,14 +5,15 @@ import pytest
 
 from harness.common import protocol as p
 from harness.common.config import build_config
+from support import pair_job
 
 CONFIG = build_config(None, {"trials": 3})
 
 
 @pytest.mark.parametrize("message", [
     p.Start(CONFIG, "cuda:0", 12.5), p.Start(build_config(), None, 1.0), p.Warm(), p.Go(), p.End(),
-    p.Job({"problem": "sigmoid", "solution": "a", "secret": 7, "config": CONFIG}, 3.25, True),
-    p.Job({"problem": "sigmoid", "config": CONFIG, "warm": False}, 3.25, False),
+    p.Job(pair_job(problem="sigmoid", solution="a", secret=7, config=CONFIG), 3.25, True),
+    p.Job(pair_job(problem="sigmoid", config=CONFIG, overrides={"dim": 16}, flops=12, block=2), 3.25, False),
 ])
 def test_what_the_runner_sends_the_judge_reads(message):
     line = p.encode(message)
@@ -33,8 +34,11 @@ def test_the_wire_is_what_it_was():
     assert p.encode(p.Warm()) == '{"warm": true}\n' and p.encode(p.Go()) == "go\n" and p.encode(p.End()) == "\n"
     assert p.encode(p.Stage("timing")) == '{"stage": "timing"}\n'
     config = json.dumps(CONFIG.to_dict())
-    assert p.encode(p.Job({"problem": "x", "config": CONFIG}, 1.5, False)) == (
-        '{"problem": "x", "config": ' + config + ', "sent_at": 1.5, "gated": false}\n')
+    assert p.encode(p.Job(pair_job(problem="x", config=CONFIG), 1.5, False)) == (  # the runner's dict's key order
+        '{"problem": "x", "problem_path": "p.py", "solution": "s", "solution_path": "s.py", "solution_source": "", '
+        '"overrides": {}, "device": "cpu", "config": ' + config + ', "secret": 7, "log_path": "/dev/null", '
+        '"build_dir": "", "peaks_dir": "", "min_speedup": null, "flops": null, "tf32_flops": null, "block": 1, '
+        '"sent_at": 1.5, "gated": false}\n')
     assert p.encode(p.Start(CONFIG, None, 2.0)) == '{"config": ' + config + ', "warm_device": null, "started_at": 2.0}\n'
 
 

@@ -28,10 +28,37 @@ class Warm:
 
 
 @dataclass(frozen=True)
+class PairJob:
+    """One pair as a judge is given it: what to load, where to build and log, the run's secret and config."""
+    problem: str
+    problem_path: str
+    solution: str
+    solution_path: str
+    solution_source: str
+    overrides: dict
+    device: str
+    config: Config
+    secret: int  # seeds the trials (inputs.trial_seed); never on disk
+    log_path: str  # the candidate's worker's output
+    build_dir: str
+    peaks_dir: str
+    min_speedup: float | None = None  # the gate's bar, for more rounds where the CI straddles it
+    flops: int | None = None  # counted by an earlier judge of this run on this problem
+    tf32_flops: int | None = None
+    block: int = 1  # blocks.py: 1, or a block confirming the first on fresh workers
+
+    def to_dict(self) -> dict:
+        return {**{f.name: getattr(self, f.name) for f in dataclasses.fields(self)}, "config": self.config.to_dict()}
+
+    @classmethod
+    def from_dict(cls, fields: dict) -> "PairJob":
+        return cls(**{**fields, "config": Config.from_dict(fields["config"])})
+
+
+@dataclass(frozen=True)
 class Job:
-    """The pair to judge (problem, candidate, paths and sources, device, the run's secret, its "config": a Config,
-    ...), when it was sent, and whether the judge waits for Go before its timing."""
-    job: dict
+    """The pair to judge, when it was sent, and whether the judge waits for Go before its timing."""
+    job: PairJob
     sent_at: float
     gated: bool
 
@@ -90,8 +117,7 @@ def encode(message) -> str:
     if isinstance(message, End):
         return "\n"
     if isinstance(message, Job):
-        fields = {**message.job, "config": message.job["config"].to_dict(), "sent_at": message.sent_at,
-                  "gated": message.gated}
+        fields = {**message.job.to_dict(), "sent_at": message.sent_at, "gated": message.gated}
     elif isinstance(message, Start):
         fields = {"config": message.config.to_dict(), "warm_device": message.warm_device,
                   "started_at": message.started_at}
@@ -116,8 +142,8 @@ def from_runner(line: str):
         return Go()
     fields = json_object(line)
     if "sent_at" in fields:  # (a job carries the config too)
-        job = {k: v for k, v in fields.items() if k not in ("sent_at", "gated")}
-        return Job({**job, "config": Config.from_dict(job["config"])}, fields["sent_at"], bool(fields.get("gated")))
+        job = PairJob.from_dict({k: v for k, v in fields.items() if k not in ("sent_at", "gated")})
+        return Job(job, fields["sent_at"], bool(fields.get("gated")))
     if "started_at" in fields:
         return Start(Config.from_dict(fields["config"]), fields.get("warm_device"), fields["started_at"])
     if fields.get("warm"):

@@ -113,12 +113,10 @@ def alternate_rounds(ref_call: Callable[[], float], new_call: Callable[[], float
     seconds and max_rounds more rounds, until it is decided.
     Returns both sides' samples (ms) and whether the CI reached the target (never from fewer than min_rounds rounds).
     """
-    ref_ms: list[float] = []
-    new_ms: list[float] = []
+    ref_ms, new_ms = list[float](), list[float]()
     calls = {"ref": (ref_call, ref_ms), "new": (new_call, new_ms)}
     attempts = [0]  # rounds run, dropped ones included: the judge's deadline holds even when every round is dropped
-    order: list[str] = []  # this round's order
-    opened: list[str] = []  # the side that opened each kept round
+    order, opened = list[str](), list[str]()  # this round's order; the side that opened each kept round
 
     def tight() -> bool:
         return len(ref_ms) >= cfg.min_rounds and ci_is_tight(speedup_with_ci(ref_ms, new_ms), cfg.target_ci_pct)

@@ -47,15 +47,15 @@ NO_CUDA = re.compile(r"not compiled with CUDA|CUDA_HOME|no CUDA GPUs|NVIDIA driv
 class PairJudge:
     """Judges one (problem, candidate) pair on one device: correctness here, then timing (PairTiming)."""
 
-    def __init__(self, job: dict, workers: tuple, helpers: frozenset, report=None):
-        self.job, self.block = job, job.get("block") or 1
-        self.cfg = job["config"] if self.block == 1 else confirmation_config(job["config"])
+    def __init__(self, job: protocol.PairJob, workers: tuple, helpers: frozenset, report=None):
+        self.job, self.block = job, job.block
+        self.cfg = job.config if self.block == 1 else confirmation_config(job.config)
         self.report = report  # the runner's pipe: each stage is announced there (Reporter.send)
         self.stage = "start"
-        self.device = torch_device(job["device"])
+        self.device = torch_device(job.device)
         # --precision: float inputs and both models' weights in this dtype (None: as the problem makes them).
         self.dtype = None if self.cfg.precision == "fp32" else getattr(torch, PRECISIONS[self.cfg.precision])
-        self.result = Result(problem=job["problem"], solution=job["solution"], status=Status.CORRECT,
+        self.result = Result(problem=job.problem, solution=job.solution, status=Status.CORRECT,
                              device=str(self.device), gpu=gpu_name(self.device), precision=self.cfg.precision,
                              mode=self.cfg.mode)
         self.sandbox, self.ref_sandbox = workers  # the candidate's worker; the reference's timing worker
@@ -64,7 +64,7 @@ class PairJudge:
         # hand.
         self.ref_schedule: Optional[procs.Schedule] = None
         self.truth_model = None
-        self.memory = PairMemory(self.device, "", job.get("overrides") or {}, None)  # sized in load_problem
+        self.memory = PairMemory(self.device, "", job.overrides or {}, None)  # sized in load_problem
         self.on_reference_side = False  # inside reference_side(): a worker's failure there is the reference's
         self.gated = False  # the runner says when to time (judge_protocol.Go): judges ahead may be starting CUDA
         self.constructed_buffers: dict = {}
@@ -87,8 +87,8 @@ class PairJudge:
         """Import the problem with --set overrides, and size it on the meta device."""
         try:
             # Read once: a candidate may rewrite the file on disk before the reference's timing worker starts.
-            self.problem_source = source = Path(self.job["problem_path"]).read_text()
-            self.problem = load_module(source, self.job["problem_path"], "problem_module", self.job["overrides"])
+            self.problem_source = source = Path(self.job.problem_path).read_text()
+            self.problem = load_module(source, self.job.problem_path, "problem_module", self.job.overrides)
             for name in ("Model", "get_inputs", "get_init_inputs"):
                 if not hasattr(self.problem, name):
                     raise inputs_mod.ProblemError(f"defines no {name}")
@@ -96,7 +96,7 @@ class PairJudge:
             raise self.problem_failed("its file", exc) from None
         # Sized on the meta device (None: not sizable there).
         sizes = problem_info.sizes(self.problem, self.dtype)
-        self.memory = PairMemory(self.device, source, self.job["overrides"], sizes)
+        self.memory = PairMemory(self.device, source, self.job.overrides, sizes)
 
     def build_reference(self) -> None:
         """Build Model under the init seed (after the pre-flight check, PairMemory.check: a model of many GiB of weights
@@ -263,15 +263,15 @@ class PairJudge:
         # The reference's worker as no candidate code has touched it: timing checks that it stays so (PairTiming).
         self.ref_schedule = procs.Schedule.read(self.ref_sandbox.proc.pid)
         # Only the candidate gets the build folders (and the lock, held until ModelNew is built).
-        self.sandbox.greet(str(self.device), self.cfg.cold_cache, {**env, **candidate_build_env(self.job["build_dir"])})
+        self.sandbox.greet(str(self.device), self.cfg.cold_cache, {**env, **candidate_build_env(self.job.build_dir)})
         with self.reference_side():
             self.ref_sandbox.greet(str(self.device), self.cfg.cold_cache, env)
-        self.sandbox.send("import", path=self.job["solution_path"], source=self.job["solution_source"],
-                          overrides=self.job["overrides"], class_name="ModelNew", module_name="candidate_module",
-                          problem=[self.problem_source, self.job["problem_path"]])
+        self.sandbox.send("import", path=self.job.solution_path, source=self.job.solution_source,
+                          overrides=self.job.overrides, class_name="ModelNew", module_name="candidate_module",
+                          problem=[self.problem_source, self.job.problem_path])
         with self.reference_side():
-            self.ref_sandbox.send("import", path=self.job["problem_path"], source=self.problem_source,
-                                  overrides=self.job["overrides"], class_name="Model", module_name="reference_module")
+            self.ref_sandbox.send("import", path=self.job.problem_path, source=self.problem_source,
+                                  overrides=self.job.overrides, class_name="Model", module_name="reference_module")
         self.expect_ok(self.sandbox.receive("import", self.cfg.compile_timeout), self.sandbox)
         with self.reference_side():
             self.expect_ok(self.ref_sandbox.receive("import", self.cfg.compile_timeout), self.ref_sandbox)
@@ -420,16 +420,16 @@ class PairJudge:
 
     def call_seed(self, trial: int) -> int:
         """The RNG seed both sides' calls of a trial start from (secret, as the trial's inputs)."""
-        return inputs_mod.trial_seed(self.job["secret"], self.job["problem"] + ":call", trial)
+        return inputs_mod.trial_seed(self.job.secret, self.job.problem + ":call", trial)
 
     def timing_seed(self) -> int:
         """The seed of this block's timing draws (round order, pads, checked rounds): secret, and its own per pair and
         per block, so that a confirmation block's fresh workers are placed by draws of their own, not the first's."""
-        return inputs_mod.trial_seed(self.job["secret"], f"{self.job['problem']}:{self.job['solution']}:timing",
+        return inputs_mod.trial_seed(self.job.secret, f"{self.job.problem}:{self.job.solution}:timing",
                                      self.block)
 
     def make_inputs(self, trial: int, wide: bool) -> list:
-        seed = inputs_mod.trial_seed(self.job["secret"], self.job["problem"], trial)
+        seed = inputs_mod.trial_seed(self.job.secret, self.job.problem, trial)
         try:
             return inputs_mod.make_inputs(self.problem, seed, self.device,
                                           self.cfg.wide_input_scale if wide else None, self.dtype)
@@ -445,7 +445,7 @@ class PairJudge:
 
     def tolerance(self, ref: torch.Tensor) -> dict:
         """{atol, rtol} for this problem and the reference output's dtype."""
-        return tolerance_for(self.cfg, self.job["problem"], str(ref.dtype).removeprefix("torch."))
+        return tolerance_for(self.cfg, self.job.problem, str(ref.dtype).removeprefix("torch."))
 
     # -- the whole pair ----------------------------------------------------------------------------
 
@@ -517,12 +517,12 @@ class PairJudge:
                 closing.start()
             if self.sandbox is not None:
                 infos["candidate"] = self.sandbox.close()
-                Path(self.job["log_path"]).write_text(self.sandbox.log.text())
+                Path(self.job.log_path).write_text(self.sandbox.log.text())
             if self.ref_sandbox is not None:
                 closing.join()
         with self.phase("finish.orphans"):
             self.result.orphans_killed = kill_orphans(self.helpers) or None  # processes the workers left behind
-        dump_memory_history(self.device, f"{self.job['problem']}__{self.job['solution']}")
+        dump_memory_history(self.device, f"{self.job.problem}__{self.job.solution}")
         # (peak_reserved: 0 on the CPU)
         peak_mb = max(self.memory.peak_reserved / 2**20, timing.peak_memory_mb(self.device))
         self.result.peak_mem_mb = {"judge": round(peak_mb, 1),
@@ -635,18 +635,18 @@ def judge_pair(message: protocol.Job, workers: tuple, helpers: frozenset, report
     waited_s = max(0.0, time.time() - (sent_at or time.time()))  # for a judge still starting up
     report.send(protocol.Workers([w.proc.pid for w in workers]))  # each leads its own process group
     worker_threads = torch.get_num_threads()  # the workers, forked before, keep PyTorch's default
-    if not is_gpu(job["device"]):
+    if not is_gpu(job.device):
         torch.set_num_threads(1)  # no thread of ours spins beside a timed call (judge_processes.GPU_ENV)
     try:
-        if is_gpu(job["device"]):  # what PyTorch makes on "the current device" (memory pools) is the pair's
-            torch.cuda.set_device(torch_device(job["device"]))
+        if is_gpu(job.device):  # what PyTorch makes on "the current device" (memory pools) is the pair's
+            torch.cuda.set_device(torch_device(job.device))
         judge = PairJudge(job, workers, helpers, report)
         judge.worker_threads, judge.gated = worker_threads, message.gated
         judge.result.phases_s = {"judge_start": round(waited_s, 3), **start_up.phases(sent_at)}
         return judge.run()
     except Exception as exc:
         traceback.print_exc()
-        return failure(job["problem"], job["solution"], Status.HARNESS_ERROR,
+        return failure(job.problem, job.solution, Status.HARNESS_ERROR,
                        f"harness error: {type(exc).__name__}: {exc} (traceback in the judge log)")
 
 

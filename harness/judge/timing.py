@@ -162,7 +162,7 @@ class PairTiming:
     def straddles_the_gate(self):
         """With --gate --min-speedup: a test of the rounds so far, true while the speedup's CI (as it will be reported)
         holds the bar, so that the rounds go on (gate_timing_s) until the gate can decide; None without a bar."""
-        bar = self.job.get("min_speedup")
+        bar = self.job.min_speedup
         if bar is None:
             return None
 
@@ -324,7 +324,7 @@ class PairTiming:
         r = self.result
         try:
             with self.judge.memory.left_out_of_peak():
-                peaks = roofline.device_peaks(self.device, self.judge.compute_dtype, Path(self.job["peaks_dir"]))
+                peaks = roofline.device_peaks(self.device, self.judge.compute_dtype, Path(self.job.peaks_dir))
         except torch.cuda.OutOfMemoryError:  # first measured beside a pair that fills the GPU: measured another time
             release_cached_memory(self.device)
             self.judge.note("no speed of light: the device's peaks could not be measured beside this pair (out of "

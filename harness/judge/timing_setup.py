@@ -34,8 +34,8 @@ class TimingSetup:
     def run(self) -> None:
         """Give both workers timing inputs, let them choose their timing methods, and trace one call of each."""
         trial = self.cfg.total_trials  # the timing inputs' seed: past the correctness trials'
-        if self.job.get("flops") is not None:  # counted by an earlier judge of this run on this problem
-            self.judge.flops, self.judge.tf32_flops = self.job["flops"], self.job.get("tf32_flops") or 0
+        if self.job.flops is not None:  # counted by an earlier judge of this run on this problem
+            self.judge.flops, self.judge.tf32_flops = self.job.flops, self.job.tf32_flops or 0
         else:
             with self.phase("timing_setup.flops"):
                 self.judge.reference(self.judge.make_inputs(trial, wide=False), count_flops=True)  # FLOPs of one call

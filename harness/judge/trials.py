@@ -174,7 +174,7 @@ class Trials:
         """The lint's checks on the reference's own outputs: would zeros or a constant pass (first trial), does the
         output ignore its inputs (first two trials)? Findings flag the pair degenerate_problem."""
         if trial == 0:  # afresh: a second attempt, after a first one that ended in its first trial, starts again here
-            self.problem_check = lint.ProblemCheck(self.cfg, self.judge.job["problem"])
+            self.problem_check = lint.ProblemCheck(self.cfg, self.judge.job.problem)
             if self.judge.random_reference and RANDOM_REFERENCE not in self.result.notes:
                 self.result.notes.append(RANDOM_REFERENCE)
         self.problem_check.see(outputs)

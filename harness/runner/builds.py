@@ -8,6 +8,7 @@ The runner only calls `prebuild`, which starts this module as a process: the run
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -55,16 +56,28 @@ class Prebuilt:
         return result
 
 
+@dataclass(frozen=True)
+class BuildJob:
+    """What a builder process imports: the candidate (path, source), with the problem's sizes and its file."""
+    path: str
+    source: str
+    overrides: dict
+    build_dir: str
+    arch: Optional[str]  # TORCH_CUDA_ARCH_LIST, as the judge will ask for it
+    config: dict  # Config.to_dict()
+    problem_path: str
+
+
 def prebuild(problem: str, problem_path: Path, solution: str, path: Path, source: str, overrides: dict,
              build_dir: Path, arch: Optional[str], cfg: Config) -> Prebuilt:
     """Build a candidate's extension in a builder process (importing it, and constructing ModelNew when
     the import built nothing); its Result is set only when the pair ends here."""
-    job = {"path": str(path), "source": source, "overrides": overrides, "build_dir": str(build_dir), "arch": arch,
-           "config": cfg.to_dict(), "problem_path": str(problem_path)}
+    job = BuildJob(str(path), source, overrides, str(build_dir), arch, cfg.to_dict(), str(problem_path))
     started = time.monotonic()
     try:
-        proc = subprocess.run([sys.executable, "-m", "harness.runner.builds"], cwd=ROOT, input=json.dumps(job),
-                              capture_output=True, text=True, timeout=cfg.compile_timeout + 120)
+        proc = subprocess.run([sys.executable, "-m", "harness.runner.builds"], cwd=ROOT,
+                              input=json.dumps(dataclasses.asdict(job)), capture_output=True, text=True,
+                              timeout=cfg.compile_timeout + 120)
         verdict = json.loads(proc.stdout.strip().splitlines()[-1])
     except (subprocess.TimeoutExpired, ValueError, IndexError):
         return Prebuilt(wall_s=time.monotonic() - started)  # the evaluation will build (and judge) it
@@ -85,22 +98,22 @@ def source_folder(root: Path, source: str) -> Path:
     return Path(root) / sha256_text(source)[:16]
 
 
-def build(job: dict) -> dict:
+def build(job: BuildJob) -> dict:
     """Import (and perhaps construct) the candidate in a CPU-only worker: {"build_s": ...}, or
     {"status": ..., "error": ...} when a failed build ended the pair."""
     from harness.common import channel
     from harness.judge.sandbox import Sandbox, WorkerFailure
 
-    cfg = Config.from_dict(job["config"])
-    env = candidate_build_env(job["build_dir"])
-    if job["arch"] and "TORCH_CUDA_ARCH_LIST" not in os.environ:
-        env["TORCH_CUDA_ARCH_LIST"] = job["arch"]  # what the judge will ask for: the same build, reused
+    cfg = Config.from_dict(job.config)
+    env = candidate_build_env(job.build_dir)
+    if job.arch and "TORCH_CUDA_ARCH_LIST" not in os.environ:
+        env["TORCH_CUDA_ARCH_LIST"] = job.arch  # what the judge will ask for: the same build, reused
     sandbox = Sandbox({"CUDA_VISIBLE_DEVICES": ""}, cfg.output_limit_bytes, cfg.kill_grace_s)
     try:
         sandbox.greet("cpu", False, env)
-        reply = sandbox.request("import", cfg.compile_timeout, path=job["path"], source=job["source"],
-                                module_name="candidate_module", overrides=job["overrides"],
-                                problem=[Path(job["problem_path"]).read_text(), job["problem_path"]])
+        reply = sandbox.request("import", cfg.compile_timeout, path=job.path, source=job.source,
+                                module_name="candidate_module", overrides=job.overrides,
+                                problem=[Path(job.problem_path).read_text(), job.problem_path])
         built_nothing = (isinstance(reply, channel.Ok) and isinstance(reply.payload, dict)
                          and not reply.payload.get("build_s"))
         init_args = problem_init_args(job) if built_nothing else None
@@ -117,7 +130,7 @@ def build(job: dict) -> dict:
     return {"status": Status.COMPILE_ERROR.value, "error": one_line(summary)} if summary else {}
 
 
-def problem_init_args(job: dict) -> Optional[list]:
+def problem_init_args(job: BuildJob) -> Optional[list]:
     """The problem's constructor arguments (its own trusted code, on the CPU), or None if they cannot be had."""
     import torch
 
@@ -125,8 +138,8 @@ def problem_init_args(job: dict) -> Optional[list]:
     from harness.common.load import load_module
 
     try:
-        problem = load_module(Path(job["problem_path"]).read_text(), job["problem_path"], "problem_module",
-                              job["overrides"])
+        problem = load_module(Path(job.problem_path).read_text(), job.problem_path, "problem_module",
+                              job.overrides)
         with torch.device("cpu"):
             return init_inputs(problem)
     except Exception:
@@ -134,4 +147,4 @@ def problem_init_args(job: dict) -> Optional[list]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(build(json.loads(sys.stdin.read()))))
+    print(json.dumps(build(BuildJob(**json.loads(sys.stdin.read())))))

@@ -283,7 +283,7 @@ class JudgeStarter:
             self.factory.close()
 
 
-def follow_pair(job: dict, judge: Judge, cfg: Config, log_dir: Path, stem: str,
+def follow_pair(job: protocol.PairJob, judge: Judge, cfg: Config, log_dir: Path, stem: str,
                 on_stage: Callable[[str], None] = lambda stage: None,
                 starter: Optional[JudgeStarter] = None) -> Result:
     """Give a pair's job to a judge and follow it stage by stage to its Result.
@@ -309,7 +309,7 @@ class FollowedPair:
     """follow_pair's state: the judge's stage, when it began, and whether judges ahead are held for this pair's
     timing."""
 
-    def __init__(self, job: dict, judge: Judge, cfg: Config, stem: str, on_stage, starter):
+    def __init__(self, job: protocol.PairJob, judge: Judge, cfg: Config, stem: str, on_stage, starter):
         self.job, self.judge, self.stem, self.on_stage, self.starter = job, judge, stem, on_stage, starter
         self.deadlines = stages.stage_deadlines(cfg)
         self.gated = starter is not None and bool(starter.ahead) and judge.device is not None
@@ -371,7 +371,7 @@ class FollowedPair:
         return time.monotonic() - self.started
 
     def failed(self, status: Status, message: str) -> Result:
-        return failure(self.job["problem"], self.job["solution"], status,
+        return failure(self.job.problem, self.job.solution, status,
                        f"{message}; see logs/{self.stem}.judge.log" if status == Status.HARNESS_ERROR
                        else f"{message} (see logs/{self.stem}.judge.log)")
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from harness.runner import blocks, builds, environment, judges, schedulers
-from harness.common import discover, records, stopping, store
+from harness.common import discover, protocol, records, stopping, store
 from harness.common.config import Config, config_hash
 from harness.common.devices import is_gpu
 from harness.runner.environment import ROOT
@@ -172,23 +172,22 @@ def hand_to_judge(pair: discover.Pair, source: str, ctx: RunContext, starter: Op
     """Give the pair to a judge process (`python -m harness.judge.judge`) and follow it to its Result."""
     stem = f"{pair.problem}__{pair.solution}"
     log_dir = ctx.run_dir / "logs"
-    job = {"problem": pair.problem, "problem_path": str(pair.problem_path), "solution": pair.solution,
-           "solution_path": str(pair.solution_path), "solution_source": source, "overrides": overrides_of(pair, ctx),
-           "device": ctx.device, "config": ctx.config, "secret": ctx.secret,
-           "log_path": str(log_dir / f"{stem}.worker.log"),
-           "build_dir": str(build_dir(ctx, source)),
-           "peaks_dir": str(under_root(ctx.config.peaks_cache_dir)),
-           "min_speedup": ctx.min_speedup}
-    job["flops"], job["tf32_flops"] = ctx.flops.get(flops_key(pair, ctx), (None, None))
+    flops, tf32_flops = ctx.flops.get(flops_key(pair, ctx), (None, None))
+    job = protocol.PairJob(
+        problem=pair.problem, problem_path=str(pair.problem_path), solution=pair.solution,
+        solution_path=str(pair.solution_path), solution_source=source, overrides=overrides_of(pair, ctx),
+        device=ctx.device, config=ctx.config, secret=ctx.secret, log_path=str(log_dir / f"{stem}.worker.log"),
+        build_dir=str(build_dir(ctx, source)), peaks_dir=str(under_root(ctx.config.peaks_cache_dir)),
+        min_speedup=ctx.min_speedup, flops=flops, tf32_flops=tf32_flops)
     starter = starter or judges.JudgeStarter(ctx, (), ahead=0)
 
     def judge(block: int) -> Result:
         """One block of the pair on a fresh judge and workers (blocks.py: the first, or one confirming its claim)."""
         started = time.monotonic()
         name = stem if block == 1 else f"{stem}.block{block}"
-        one = judges.follow_pair({**job, "block": block, "log_path": str(log_dir / f"{name}.worker.log")},
-                                          starter.take(ctx.device, confirming=block > 1), ctx.config, log_dir, name,
-                                          on_stage, starter)
+        this_block = dataclasses.replace(job, block=block, log_path=str(log_dir / f"{name}.worker.log"))
+        one = judges.follow_pair(this_block, starter.take(ctx.device, confirming=block > 1), ctx.config, log_dir, name,
+                                 on_stage, starter)
         one.wall_s = round(time.monotonic() - started, 3)
         return one
 
