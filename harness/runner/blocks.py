@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 import math
 import statistics
-from typing import Callable
+from typing import Callable, Optional
 
 from harness.common.config import Config
 from harness.common.records import Result
@@ -17,20 +17,25 @@ from harness.common.verdict import Status
 BLOCK_FIELDS = ("speedup", "speedup_ci_low", "speedup_ci_high", "ref_ms", "new_ms", "timing_rounds")
 
 
+def timed_ci(result: Result) -> Optional[tuple[float, float]]:
+    """The speedup's CI of a correct, timed pair; None for any other."""
+    low, high = result.speedup_ci_low, result.speedup_ci_high
+    if result.status == Status.CORRECT and isinstance(low, float) and isinstance(high, float):
+        return low, high
+    return None
+
+
 def is_claim(result: Result) -> bool:
     """A correct, timed pair whose speedup's CI leaves out 1.0."""
-    low, high = result.speedup_ci_low, result.speedup_ci_high
-    return (result.status == Status.CORRECT and isinstance(low, float) and isinstance(high, float)
-            and not low <= 1.0 <= high)
+    ci = timed_ci(result)
+    return ci is not None and not ci[0] <= 1.0 <= ci[1]
 
 
 def needs_confirmation(result: Result, cfg: Config) -> bool:
     """Is this block no tie (a claim, or a speedup off the tie band) within the band where a process's own offset
     could make it (process_band_pct)? An A/A block 2.4% off with a CI that holds 1.0 is no claim, but a point that
     fresh blocks pull back to a tie (v0's 19_ReLU on the H200, session 57)."""
-    if cfg.process_blocks < 2 or result.status != Status.CORRECT or result.speedup is None or result.tie:
-        return False
-    if not isinstance(result.speedup_ci_low, float) or not isinstance(result.speedup_ci_high, float):
+    if cfg.process_blocks < 2 or timed_ci(result) is None or result.speedup is None or result.tie:
         return False
     return abs(math.log(result.speedup)) <= math.log1p(cfg.process_band_pct / 100)
 
