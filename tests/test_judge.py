@@ -208,7 +208,7 @@ def test_each_block_and_pair_times_by_draws_of_its_own():
 
     def seed(block: int, solution: str = "a") -> int:
         job = pair_job(solution=solution, config=build_config(str(FAST_CONFIG), {"device": "cpu"}), block=block)
-        return PairJudge(job, (None, None), frozenset()).timing_seed()
+        return PairJudge(job, (None, None), frozenset()).reference.timing_seed()
 
     assert seed(1) == seed(1)  # one run, one pair, one block: the same draws, as the judge's checks need
     assert len({seed(1), seed(2), seed(3), seed(1, "b")}) == 4

@@ -36,8 +36,8 @@ def test_an_output_that_is_an_input_in_a_later_trial_only_is_flagged():
 
     replies = iter([{"aliases_input": False}, {"aliases_input": True}, {"aliases_input": False}])
     judge = SimpleNamespace(cfg=SimpleNamespace(trials=2, total_trials=3), result=Result(problem="p", solution="s", status=Status.CORRECT),
-                            phase=lambda name: contextlib.nullcontext(), call_seed=lambda trial: trial,
-                            measure_sizes=lambda inputs, out: None, release_trial=lambda: None,
+                            phase=lambda name: contextlib.nullcontext(), release_trial=lambda: None,
+                            reference=SimpleNamespace(call_seed=lambda trial: trial, measure_sizes=lambda inputs, out: None),
                             sandbox=SimpleNamespace(outbox=SimpleNamespace(copies=lambda xs: [x.clone() for x in xs])),
                             run_candidate=lambda shared, ref_out, seed: next(replies),
                             reference_worker_first_call=lambda inputs, ref_out, seed: None)
@@ -87,8 +87,8 @@ def test_the_reference_worker_first_calls_beside_what_the_candidate_has():
 
     judge = SimpleNamespace(cfg=SimpleNamespace(trials=2, total_trials=3),
                             result=Result(problem="p", solution="s", status=Status.CORRECT),
-                            phase=lambda name: contextlib.nullcontext(), call_seed=lambda trial: 100 + trial,
-                            measure_sizes=lambda inputs, out: None, release_trial=lambda: None,
+                            phase=lambda name: contextlib.nullcontext(), release_trial=lambda: None,
+                            reference=SimpleNamespace(call_seed=lambda trial: 100 + trial, measure_sizes=lambda inputs, out: None),
                             sandbox=SimpleNamespace(outbox=SimpleNamespace(copies=lambda xs: [x.clone() for x in xs])),
                             run_candidate=run_candidate, reference_worker_first_call=first_call)
     trials = judge_trials.Trials(judge)
@@ -137,8 +137,8 @@ def test_a_trial_the_judge_ran_out_of_memory_in_runs_once_more_after_every_cache
 
     judge = SimpleNamespace(cfg=SimpleNamespace(trials=2, total_trials=3, timeout=1.0),
                             result=Result(problem="p", solution="s", status=Status.CORRECT),
-                            phase=lambda name: contextlib.nullcontext(), call_seed=lambda trial: trial,
-                            measure_sizes=lambda inputs, out: None, release_trial=lambda: None,
+                            phase=lambda name: contextlib.nullcontext(), release_trial=lambda: None,
+                            reference=SimpleNamespace(call_seed=lambda trial: trial, measure_sizes=lambda inputs, out: None),
                             sandbox=SimpleNamespace(outbox=SimpleNamespace(copies=lambda xs: [x.clone() for x in xs]),
                                                     request=lambda op, timeout: events.append(op) or {"ok": True}),
                             expect_ok=lambda reply: reply, release_all_caches=release_all_caches,
@@ -169,7 +169,7 @@ def trials_without_a_truth(ref_error=None):
     result = Result(problem="p", solution="s", status=Status.CORRECT)
     judge = SimpleNamespace(cfg=SimpleNamespace(compare_chunk_elems=1 << 20, truth_accuracy_factor=2.0),
                             result=result, phase=lambda name: contextlib.nullcontext(),
-                            tolerance=lambda ref: {"atol": 1e-4, "rtol": 1e-4}, truth=lambda inputs, seed: None,
+                            reference=SimpleNamespace(tolerance=lambda ref: {"atol": 1e-4, "rtol": 1e-4}, truth=lambda inputs, seed: None),
                             note=lambda text: text in result.notes or result.notes.append(text))
     trials = judge_trials.Trials(judge)
     if ref_error is not None:

@@ -88,7 +88,7 @@ class PairTiming:
     """The timing phase of one pair, run by its PairJudge (its workers, inputs, reference and checks)."""
 
     def __init__(self, judge):
-        self.judge = judge
+        self.judge, self.reference = judge, judge.reference
         self.cfg, self.job, self.device, self.result = judge.cfg, judge.job, judge.device, judge.result
         self.sandbox, self.ref_sandbox = judge.sandbox, judge.ref_sandbox
         self.phase, self.reference_side, self.expect_ok = judge.phase, judge.reference_side, judge.expect_ok
@@ -149,7 +149,7 @@ class PairTiming:
             return
         self.result.round_order = "".join(side or "?" for side in rounds.first[:len(ref_ms)])
         self.check_timed_output(len(ref_ms) - 1)
-        self.result.timed_outputs_checked = 0 if self.judge.random_reference else len(rounds.checked) + 1
+        self.result.timed_outputs_checked = 0 if self.reference.random_reference else len(rounds.checked) + 1
         self.record_timing(ref_ms, new_ms, tight, rounds.clocks)
         judge_timer = timing.Timer(self.device, cfg.cold_cache, cfg.launch_lead_us)
         self.result.judge_wall_ms = statistics.median(rounds.new_judged)
@@ -230,7 +230,7 @@ class PairTiming:
         with self.phase("timing.refresh"):
             self.round_inputs = None  # checked by now: never two rounds' (multi-GB) inputs at once
             self.round_inputs = self.retried_when_full(
-                lambda: self.judge.make_inputs(ROUND_SEED_OFFSET + index, wide=False))
+                lambda: self.reference.make_inputs(ROUND_SEED_OFFSET + index, wide=False))
 
     def refresh_side(self, sandbox) -> None:
         """Send one worker a copy of this round's inputs (from its outbox) and wait until it has copied them in.
@@ -263,7 +263,7 @@ class PairTiming:
     def check_timed_output(self, index: int) -> None:
         """The candidate's last timed output of round `index` must be right for that round's inputs (not checkable
         when the reference draws random numbers: its timed calls are not seeded)."""
-        if self.judge.random_reference:
+        if self.reference.random_reference:
             return
         with self.phase("timing.checks"):
             self.compare_timed_output(index)
@@ -272,7 +272,7 @@ class PairTiming:
             release_cached_memory(self.device)
 
     def compare_timed_output(self, index: int) -> None:
-        ref_out = self.retried_when_full(lambda: self.judge.timed_reference(self.round_inputs))
+        ref_out = self.retried_when_full(lambda: self.reference.timed_call(self.round_inputs))
         # Which of the sample's calls windows (a graph's: Timer.snapshot_output), drawn after both ran.
         reply = self.expect_ok(self.sandbox.request("last_timed_output", self.cfg.timeout, window=secrets.randbelow(2)))
         problem = check.structure_problem(ref_out, reply)
@@ -306,9 +306,10 @@ class PairTiming:
         r = self.result
         r.ref_samples_ms, r.new_samples_ms, r.timing_rounds = ref_ms, new_ms, len(ref_ms)
         r.tie, r.cache = stats.is_tie(summary), "cold" if self.cfg.cold_cache else "hot"
-        r.gbps, r.ref_gbps = self.judge.bytes_moved / (r.new_ms * 1e6), self.judge.bytes_moved / (r.ref_ms * 1e6)
-        if self.judge.flops:
-            r.tflops, r.ref_tflops = self.judge.flops / (r.new_ms * 1e9), self.judge.flops / (r.ref_ms * 1e9)
+        moved, flops = self.reference.bytes_moved, self.reference.flops
+        r.gbps, r.ref_gbps = moved / (r.new_ms * 1e6), moved / (r.ref_ms * 1e6)
+        if flops:
+            r.tflops, r.ref_tflops = flops / (r.new_ms * 1e9), flops / (r.ref_ms * 1e9)
         self.record_roofline()
         if clocks:
             r.clocks = clocks.summary()
@@ -324,14 +325,14 @@ class PairTiming:
         r = self.result
         try:
             with self.judge.memory.left_out_of_peak():
-                peaks = roofline.device_peaks(self.device, self.judge.compute_dtype, Path(self.job.peaks_dir))
+                peaks = roofline.device_peaks(self.device, self.reference.compute_dtype, Path(self.job.peaks_dir))
         except torch.cuda.OutOfMemoryError:  # first measured beside a pair that fills the GPU: measured another time
             release_cached_memory(self.device)
             self.judge.note("no speed of light: the device's peaks could not be measured beside this pair (out of "
                             "GPU memory); a later pair measures them")
             return
-        tf32 = self.judge.tf32_flops if self.judge.compute_dtype == torch.float32 else 0
-        r.floor_ms = roofline.floor_ms(self.judge.bytes_moved, self.judge.flops, peaks, tf32)
+        tf32 = self.reference.tf32_flops if self.reference.compute_dtype == torch.float32 else 0
+        r.floor_ms = roofline.floor_ms(self.reference.bytes_moved, self.reference.flops, peaks, tf32)
         r.sol_pct, r.ref_sol_pct = roofline.sol_pct(r.floor_ms, r.new_ms), roofline.sol_pct(r.floor_ms, r.ref_ms)
         if r.new_ms < roofline.BELOW_FLOOR * r.floor_ms:
             r.flags.append("below_roofline")
@@ -339,7 +340,7 @@ class PairTiming:
     def time_compiled(self, inputs: list, timer: timing.Timer) -> None:
         """torch.compile of the reference, timed the same way: a second baseline (not part of the verdict)."""
         try:
-            compiled = torch.compile(self.judge.model)
+            compiled = torch.compile(self.reference.model)
 
             def call():
                 with torch.no_grad():
@@ -364,7 +365,7 @@ class Rounds:
         # the judge's own wall clock (ms) around each timing request
         self.ref_judged: list[float] = []
         self.new_judged: list[float] = []
-        self.rng = random.Random(pair.judge.timing_seed())
+        self.rng = random.Random(pair.reference.timing_seed())
         self.checked: list[int] = []  # rounds whose timed output was checked
         self.first: list[Optional[str]] = []  # which side each round timed first: "R" (reference) or "N" (candidate)
         self.replaces = replaces_every_round(pair.device, pair.cfg, pair.judge.block, pair.result.ref_timer)

@@ -23,7 +23,7 @@ class TimingSetup:
     """The timing_setup stage of one pair, for its PairTiming (whose workers, judge and memory retries it uses)."""
 
     def __init__(self, pair_timing):
-        self.judge = pair_timing.judge
+        self.judge, self.reference = pair_timing.judge, pair_timing.reference
         self.cfg, self.job, self.device, self.result = (pair_timing.cfg, pair_timing.job, pair_timing.device,
                                                         pair_timing.result)
         self.sandbox, self.ref_sandbox = pair_timing.sandbox, pair_timing.ref_sandbox
@@ -35,11 +35,11 @@ class TimingSetup:
         """Give both workers timing inputs, let them choose their timing methods, and trace one call of each."""
         trial = self.cfg.total_trials  # the timing inputs' seed: past the correctness trials'
         if self.job.flops is not None:  # counted by an earlier judge of this run on this problem
-            self.judge.flops, self.judge.tf32_flops = self.job.flops, self.job.tf32_flops or 0
+            self.reference.flops, self.reference.tf32_flops = self.job.flops, self.job.tf32_flops or 0
         else:
             with self.phase("timing_setup.flops"):
-                self.judge.reference(self.judge.make_inputs(trial, wide=False), count_flops=True)  # FLOPs of one call
-        self.result.flops, self.result.tf32_flops = self.judge.flops, self.judge.tf32_flops
+                self.reference.call(self.reference.make_inputs(trial, wide=False), count_flops=True)
+        self.result.flops, self.result.tf32_flops = self.reference.flops, self.reference.tf32_flops
         release_cached_memory(self.device, outboxes=self.judge.outboxes())
         with self.phase("timing_setup.prepare"):
             self.send_timing_inputs(trial)
@@ -137,19 +137,19 @@ class TimingSetup:
         (the 16 GiB input of KernelBench's 45_Average_Pooling_2D did not fit on the H100 three times over)."""
         def made_in_outbox():
             with self.ref_sandbox.outbox.allocating():
-                return self.judge.make_inputs(trial, wide=False)
+                return self.reference.make_inputs(trial, wide=False)
 
         ref_inputs = self.retried_when_full(made_in_outbox)
         new_inputs = self.retried_when_full(functools.partial(self.sandbox.outbox.copies, ref_inputs))
         self.hand_over()  # a worker that maps a pool block it mapped before does not wait for our writes
         with self.reference_side():
             self.expect_ok(self.ref_sandbox.request("set_timing_inputs", self.cfg.timeout, inputs=ref_inputs,
-                                                    stateful=bool(self.judge.stateful)))
+                                                    stateful=bool(self.reference.stateful)))
         # The reference's worker keeps a copy of its own: ours goes back before the candidate's worker makes its copy.
         del ref_inputs
         release_cached_memory(self.device, outboxes=[self.ref_sandbox.outbox])
         self.expect_ok(self.sandbox.request("set_timing_inputs", self.cfg.timeout, inputs=new_inputs,
-                                            stateful=bool(self.judge.stateful)))
+                                            stateful=bool(self.reference.stateful)))
         del new_inputs
         release_cached_memory(self.device, outboxes=self.judge.outboxes())
 

@@ -34,6 +34,7 @@ class Trials:
 
     def __init__(self, judge):
         self.judge, self.cfg, self.result, self.phase = judge, judge.cfg, judge.result, judge.phase
+        self.reference = judge.reference
         self.problem_checked = False  # the problem's own checks run in the first attempt's first two trials
         self.problem_check = None  # lint.ProblemCheck, made at trial 1
         self.ref_err = self.new_err = 0.0  # running maxima of the errors against float64, in tolerances
@@ -107,11 +108,11 @@ class Trials:
         """Fresh secret-seeded inputs, the reference's output, the candidate's, and every check."""
         wide = trial >= self.cfg.trials
         label = f"trial {trial + 1}/{total}" + (" (wide inputs)" if wide else "")
-        seed = self.judge.call_seed(trial)
+        seed = self.reference.call_seed(trial)
         with self.phase("correctness.reference"):
             inputs, ref_out, truth = self.reference_trial(trial, wide, seed)
         if trial == 0:
-            self.judge.measure_sizes(inputs, ref_out)
+            self.reference.measure_sizes(inputs, ref_out)
         if not self.problem_checked:
             self.check_problem(trial, total, check.items(ref_out))
         if trial == 0:  # beside what the candidate's first call will have here: see judge.reference_worker_first_call
@@ -154,15 +155,15 @@ class Trials:
         return self.reference_on(trial, False, seed)
 
     def reference_on(self, trial: int, wide: bool, seed: int) -> tuple:
-        """(inputs, reference output, truth): the truth first (judge.truth_first), then the inputs drawn again, which
+        """(inputs, reference output, truth): the truth first (Reference.truth_first), the inputs drawn again, which
         must be the ones the truth saw (else there is no truth: a get_inputs() that seeds itself from the clock)."""
-        first = self.judge.truth_first(trial, wide, seed)
-        inputs = self.judge.make_inputs(trial, wide)
-        before = semantics.state_fingerprint(self.judge.model) if trial == 0 else None
-        ref_out = self.judge.reference(inputs, seed, watch_rng=trial == 0)
+        first = self.reference.truth_first(trial, wide, seed)
+        inputs = self.reference.make_inputs(trial, wide)
+        before = semantics.state_fingerprint(self.reference.model) if trial == 0 else None
+        ref_out = self.reference.call(inputs, seed, watch_rng=trial == 0)
         if before is not None:
-            self.judge.check_stateful(before, inputs, ref_out, seed)
-        if first is None or self.judge.random_reference:
+            self.reference.check_stateful(before, inputs, ref_out, seed)
+        if first is None or self.reference.random_reference:
             return inputs, ref_out, None
         truth, drawn = first
         if drawn != check.input_fingerprint(inputs):
@@ -175,7 +176,7 @@ class Trials:
         output ignore its inputs (first two trials)? Findings flag the pair degenerate_problem."""
         if trial == 0:  # afresh: a second attempt, after a first one that ended in its first trial, starts again here
             self.problem_check = lint.ProblemCheck(self.cfg, self.judge.job.problem)
-            if self.judge.random_reference and RANDOM_REFERENCE not in self.result.notes:
+            if self.reference.random_reference and RANDOM_REFERENCE not in self.result.notes:
                 self.result.notes.append(RANDOM_REFERENCE)
         self.problem_check.see(outputs)
         self.problem_checked = trial == 1 or total == 1
@@ -191,14 +192,14 @@ class Trials:
         a timed round draws); a timed output's is computed only when the comparison failed."""
         new_items, failures = reply["items"], []
         for i, (ref, new) in enumerate(zip(check.items(ref_out), new_items)):
-            tol = self.judge.tolerance(ref)
+            tol = self.reference.tolerance(ref)
             comparison = check.compare(ref, new, tol["atol"], tol["rtol"], self.cfg.compare_chunk_elems)
             self.result.max_abs_err = max(self.result.max_abs_err or 0.0, comparison.max_abs_err)
             self.result.max_rel_err = max(self.result.max_rel_err or 0.0, comparison.max_rel_err)
             if not comparison.ok:
                 failures.append((i, ref, new, comparison))
         if truth is None and failures:
-            truth = self.judge.truth(inputs, seed)
+            truth = self.reference.truth(inputs, seed)
         errors = self.truth_errors(truth, ref_out, new_items, wide) if truth is not None else {}
         del truth
         for i, ref, new, comparison in failures:
@@ -225,7 +226,7 @@ class Trials:
         ref_error = self.ref_err_by_output.get(i)
         if ref_error is None:  # (truth_errors keeps float outputs only)
             return False, None
-        tol = self.judge.tolerance(ref)
+        tol = self.reference.tolerance(ref)
         ok, apart = check.within_reference_error(new, ref, ref_error, tol["atol"], tol["rtol"],
                                                  self.cfg.truth_accuracy_factor, self.cfg.compare_chunk_elems)
         measured = (f"{apart:.3g} tolerances from the reference's output, the reference itself {ref_error.worst:.3g} "
@@ -246,7 +247,7 @@ class Trials:
         for i, (t, ref, new) in enumerate(zip(check.items(truth), check.items(ref_out), new_items)):
             if not ref.is_floating_point():  # integer and bool outputs are exact: no error to measure
                 continue
-            tol, chunk = self.judge.tolerance(ref), self.cfg.compare_chunk_elems
+            tol, chunk = self.reference.tolerance(ref), self.cfg.compare_chunk_elems
             errors[i] = tuple(check.truth_error(x, t, tol["atol"], tol["rtol"], chunk) for x in (ref, new))
             self.ref_err = max(self.ref_err, errors[i][0].worst)
             if not wide:
@@ -269,7 +270,7 @@ class Trials:
         if spread < float("inf") and (self.share_of_tolerance(ref_out, reply["items"], again["items"])
                                       < NONDETERMINISM_SHARE):
             return  # rounding-level differences (a NaN in one run only is never that)
-        ref_again = self.judge.reference_again(inputs, seed)  # only now: most candidates give the same bits twice
+        ref_again = self.reference.call_again(inputs, seed)  # only now: most candidates give the same bits twice
         ref_spread = max(check.max_difference(a, b, chunk)
                          for a, b in zip(check.items(ref_out), check.items(ref_again)))
         del ref_again
@@ -290,7 +291,7 @@ class Trials:
                 if not torch.equal(a, b):
                     return float("inf")
                 continue
-            tol = self.judge.tolerance(ref)
+            tol = self.reference.tolerance(ref)
             worst = max(worst, check.normalized_error(b, a, tol["atol"], tol["rtol"], self.cfg.compare_chunk_elems))
         return worst
 
