@@ -21,7 +21,7 @@ class Comparison:
 
 
 def structure_problem(ref_out, reply: dict) -> Optional[str]:
-    """Why the candidate's outputs do not have the reference's form (type, count, shape, dtype, device)."""
+    """Why the outputs lack the reference's form (type, count, shape, dtype, device); None when they have it."""
     ref_items = [ref_out] if isinstance(ref_out, torch.Tensor) else list(ref_out)
     ref_kind = "tensor" if isinstance(ref_out, torch.Tensor) else type(ref_out).__name__
     if reply["kind"] == "other":
@@ -63,12 +63,7 @@ def slices(x: torch.Tensor, size: int):
 
 
 def compare(ref: torch.Tensor, new: torch.Tensor, atol: float, rtol: float, chunk: int) -> Comparison:
-    """|new - ref| <= atol + rtol*|ref| everywhere; NaN only where the reference is NaN; infinities equal.
-
-    Computed in the outputs' own precision (at least float32: rounding there moves the bound by ~1e-7 of
-    |ref|, far inside any tolerance), with one host synchronization at the end: a 6 GB output is
-    compared in tens of milliseconds. The reason (counts, first index) is worked out only on failure.
-    """
+    """|new - ref| <= atol + rtol*|ref|, NaN where ref's, infs equal: docs/decisions/commona-truth-comparison.md"""
     if not (ref.is_floating_point() or ref.is_complex()):
         return exact_integer_comparison(ref, new)
     work = torch.promote_types(ref.dtype, torch.float32)
@@ -79,8 +74,7 @@ def compare(ref: torch.Tensor, new: torch.Tensor, atol: float, rtol: float, chun
     for _, r, n in chunks(ref, new, chunk):
         r, n = r.to(work), n.to(work)
         diff, r_abs = (n - r).abs(), r.abs()
-        # Within tolerance of a finite reference: what nearly every element of a right answer is. The
-        # rest (NaN or infinite anywhere, or out of tolerance) are suspects for the exact rule below.
+        # Anything else (NaN, infinity, out of tolerance) is a suspect for exact_comparison.
         passed = (diff <= r_abs * rtol + atol).logical_and_(r_abs.isfinite())
         suspects += passed.numel() - passed.sum()
         max_abs = torch.maximum(max_abs, diff.max())
@@ -91,7 +85,7 @@ def compare(ref: torch.Tensor, new: torch.Tensor, atol: float, rtol: float, chun
 
 
 def exact_integer_comparison(ref: torch.Tensor, new: torch.Tensor) -> Comparison:
-    """Integer and bool outputs must be equal, element for element (no float-only op touches them)."""
+    """Integer and bool outputs must be equal, element for element."""
     differs = ref != new
     bad = int(differs.sum())
     if not bad:
@@ -103,14 +97,14 @@ def exact_integer_comparison(ref: torch.Tensor, new: torch.Tensor) -> Comparison
 
 
 def exact_comparison(ref: torch.Tensor, new: torch.Tensor, atol: float, rtol: float, chunk: int) -> Comparison:
-    """The whole rule, with NaN and infinities, for outputs that have any; errors over finite elements only."""
+    """The whole rule, NaN and infinities included; error figures over finite elements only."""
     work = torch.promote_types(ref.dtype, torch.float32)
     bad, max_abs, max_rel = 0, 0.0, 0.0
     for _, r, n in chunks(ref, new, chunk):
         r, n = r.to(work), n.to(work)
         diff = (n - r).abs()
         bad += int((~passes_rule(r, n, diff, atol, rtol)).sum())
-        diff.nan_to_num_(nan=0.0, posinf=0.0)  # the error figures count where both sides are finite
+        diff.nan_to_num_(nan=0.0, posinf=0.0)
         max_abs = max(max_abs, float(diff.max()))
         max_rel = max(max_rel, float((diff / r.abs().clamp_min(max(atol, 1e-30))).nan_to_num(0.0, 0.0, 0.0).max()))
     if not bad:
@@ -119,12 +113,12 @@ def exact_comparison(ref: torch.Tensor, new: torch.Tensor, atol: float, rtol: fl
 
 
 def passes_rule(r: torch.Tensor, n: torch.Tensor, diff: torch.Tensor, atol: float, rtol: float) -> torch.Tensor:
-    """Elements that pass: within tolerance of a finite reference, equal (infinities), or NaN on both sides."""
+    """Elements within tolerance of a finite reference, equal (infinities), or NaN on both sides."""
     return ((diff <= atol + rtol * r.abs()) & r.isfinite()) | (n == r) | (r.isnan() & n.isnan())
 
 
 def failure_reason(ref: torch.Tensor, new: torch.Tensor, atol: float, rtol: float, chunk: int, max_abs: float) -> str:
-    """Why a comparison failed: NaN mismatches first, else how many elements are out and where the first is."""
+    """Why a comparison failed: NaN mismatches first, else the count out and the first index."""
     work = torch.promote_types(ref.dtype, torch.float32)
     nan_bad = bad = 0
     first_bad = None
@@ -149,93 +143,73 @@ def normalized_error(x: torch.Tensor, truth: torch.Tensor, atol: float, rtol: fl
     for _, t, v in chunks(truth, x, chunk):
         t, v = t.double(), v.double()
         ratio = (v - t).abs_().div_(t.abs().mul_(rtol).add_(atol))
-        worst = torch.maximum(worst, ratio.nan_to_num_(nan=0.0, posinf=0.0).max())  # finite on both sides only
+        worst = torch.maximum(worst, ratio.nan_to_num_(nan=0.0, posinf=0.0).max())
     return float(worst)
 
 
 @dataclass
 class TruthError:
-    """One output's error against the float64 truth, in units of the tolerance at the truth (atol + rtol*|truth|)."""
+    """One output's error against the float64 truth, in tolerances at the truth (atol + rtol*|truth|)."""
 
-    worst: float  # the largest, over all elements (infinite where a value is not finite and the truth is, but for an
-    # overflow at the range's edge, or the truth is not finite and the value is not the same NaN or infinity)
+    worst: float  # infinite for a non-finite mismatch (special_truth_error)
     outside: int  # elements more than one tolerance away
 
 
 def truth_error(x: torch.Tensor, truth: torch.Tensor, atol: float, rtol: float, chunk: int) -> TruthError:
-    """How far x lies from the float64 truth (TruthError). Where every element of both is finite (nearly always), nine
-    passes in the wider of their dtypes (the truth is stored at float32 for float32 outputs: the difference of two
-    float32 values errs by 6e-8 of them, a thousandth of a tolerance); otherwise again with the rule for NaN and
-    infinities. (In float64 with that rule throughout, a 6 GiB output took 0.25 s a side, the bulk of the H100's
-    correctness time for KernelBench's elementwise problems.)"""
+    """How far x lies from the truth, in the wider dtype while finite: docs/decisions/commona-truth-comparison.md"""
     work = torch.promote_types(torch.promote_types(x.dtype, truth.dtype), torch.float32)
     worst = torch.zeros((), dtype=work, device=truth.device)
     outside = torch.zeros((), dtype=torch.int64, device=truth.device)
     for _, t, v in chunks(truth, x, chunk):
         t = t.to(work)
         ratio = (v.to(work) - t).abs_().div_(t.abs().mul_(rtol).add_(atol))
-        worst = torch.maximum(worst, ratio.max())  # NaN if any ratio is: maximum and max propagate it
+        worst = torch.maximum(worst, ratio.max())  # NaN propagates: the special rule then runs
         outside += (ratio > 1).sum()
     if math.isfinite(float(worst)):
         return TruthError(float(worst), int(outside))
     return special_truth_error(x, truth, atol, rtol, chunk)
 
 
-# Within this fraction of a dtype's largest finite value, whether a long product or sum overflows depends on the order
-# of its terms: a 256-term float32 product, multiplied in sequence, overflowed on KernelBench's level1 50 (wide
-# inputs) where the H100's torch.prod, another order, did not; on 40 such draws on the CPU, products in sequence
-# overflowed where the float64 truth was as little as 2.3e-5 of the largest finite value (2**-24: a margin of 2**8).
-# Only for dtypes whose range lies far beyond the values problems make (float16's largest, 65504, does not).
+# This near a dtype's largest value, overflow is the terms' order: docs/decisions/commona-accuracy-vs-truth.md
 RANGE_EDGE = 2.0 ** -24
 WIDE_RANGE_DTYPES = (torch.float32, torch.bfloat16, torch.float64)
 
 
 def special_truth_error(x: torch.Tensor, truth: torch.Tensor, atol: float, rtol: float, chunk: int) -> TruthError:
-    """truth_error where a value or the truth is not finite: a NaN or infinity in the truth must be matched (no
-    error), else the element is infinitely wrong; a NaN or infinite value where the truth is finite too. Except at the
-    range's edge (RANGE_EDGE, WIDE_RANGE_DTYPES): an infinity of the truth's sign where the finite truth is that close
-    to overflow is no error: whether it overflows is the order of the arithmetic, not a fault."""
+    """truth_error with non-finite values: an unmatched NaN or infinity is infinitely wrong (but see RANGE_EDGE)."""
     edge = RANGE_EDGE * torch.finfo(x.dtype).max if x.dtype in WIDE_RANGE_DTYPES else float("inf")
     worst = torch.zeros((), dtype=torch.float64, device=truth.device)
     outside = torch.zeros((), dtype=torch.int64, device=truth.device)
     for _, t, v in chunks(truth, x, chunk):
         t, v = t.double(), v.double()
         ratio = (v - t).abs_().div_(t.abs().mul_(rtol).add_(atol))
-        special = ~t.isfinite()  # NaN or an infinity in the truth: the value must be the same (no error) or is wrong
+        special = ~t.isfinite()
         same = (v == t) | (v.isnan() & t.isnan())
         ratio = ratio.masked_fill_(special & same, 0.0).masked_fill_(special & ~same, float("inf"))
-        ratio = ratio.nan_to_num_(nan=float("inf"), posinf=float("inf"))  # a NaN value where the truth is finite
+        ratio = ratio.nan_to_num_(nan=float("inf"), posinf=float("inf"))
         ratio.masked_fill_(v.isinf() & t.isfinite() & (v.sign() == t.sign()) & (t.abs() >= edge), 0.0)
         worst = torch.maximum(worst, ratio.max())
         outside += (ratio > 1).sum()
     return TruthError(float(worst), int(outside))
 
 
-CHANCE_OUTSIDE = 4  # elements beyond a tolerance by chance: two float32 orders of one sum had 1 and 6 (test_check.py)
+CHANCE_OUTSIDE = 4  # elements beyond a tolerance by chance: docs/decisions/commona-accuracy-vs-truth.md
 
 
 def as_accurate(new: TruthError, ref: TruthError, factor: float) -> bool:
-    """Is the candidate's output at least as accurate against the float64 truth as the reference's, within `factor`:
-    its worst error at most factor times the reference's (a finite one), and at most factor times as many elements
-    more than a tolerance from the truth (plus CHANCE_OUTSIDE)? The second part keeps a reference that is far off in
-    a few elements (a discontinuity that float64 resolves differently) from excusing a candidate far off in many."""
+    """Is `new` as accurate against the truth as `ref`, within `factor`, in worst error and in count outside?"""
     return (math.isfinite(ref.worst) and new.worst <= factor * ref.worst
             and new.outside <= factor * (ref.outside + CHANCE_OUTSIDE))
 
 
 def within_reference_error(new: torch.Tensor, ref: torch.Tensor, ref_error: TruthError, atol: float, rtol: float,
                            factor: float, chunk: int) -> tuple:
-    """Where no float64 truth fits: could `new` be as accurate as as_accurate asks, the reference's own error being
-    `ref_error` (measured against the truth on other inputs of the same sizes)? (verdict, worst distance from the
-    reference in tolerances). A necessary condition, not a proof: each within its error of the truth, the two lie at
-    most (1 + factor) * worst tolerances apart, and wherever they lie more than two apart one of them lies more than one
-    from the truth (the counts as_accurate bounds); a tolerance at the reference is at least (1 - rtol * worst) of
-    one at the truth."""
+    """(could `new` pass as_accurate, worst distance in tolerances): docs/decisions/commona-accuracy-vs-truth.md"""
     shrink = 1 - rtol * ref_error.worst
     if not (math.isfinite(ref_error.worst) and ref_error.worst > 0 and shrink > 0):
         return False, math.inf
     beyond = 2 / shrink  # tolerances at the reference beyond which one side lies more than one from the truth
-    apart = truth_error(new, ref, beyond * atol, beyond * rtol, chunk)  # in units of `beyond` tolerances
+    apart = truth_error(new, ref, beyond * atol, beyond * rtol, chunk)
     worst = apart.worst * beyond
     ok = (worst <= (1 + factor) * ref_error.worst / shrink
           and apart.outside <= ref_error.outside + factor * (ref_error.outside + CHANCE_OUTSIDE))
@@ -243,28 +217,26 @@ def within_reference_error(new: torch.Tensor, ref: torch.Tensor, ref_error: Trut
 
 
 def constant_would_pass(ref: torch.Tensor, value: float, atol: float, rtol: float, chunk: int) -> bool:
-    """Would an output of this one value everywhere pass the comparison with `ref` (float outputs; integer and bool
-    outputs: would it be equal)? Without a tensor of the output's size."""
+    """Would a constant output of `value` pass against `ref` (integers: be equal)? No output-sized tensor is made."""
     for _, r, _ in chunks(ref, ref, chunk):
         if not (r.is_floating_point() or r.is_complex()):
             if not bool((r == value).all()):
                 return False
             continue
         r = r.to(torch.promote_types(r.dtype, torch.float32))
-        if not bool(((r - value).abs() <= atol + rtol * r.abs()).all()):  # NaN or an infinity in ref: False
+        if not bool(((r - value).abs() <= atol + rtol * r.abs()).all()):
             return False
     return True
 
 
 def strided_sample(x: torch.Tensor, count: int = 1 << 16) -> torch.Tensor:
-    """About `count` elements spread evenly over the whole tensor (a view where x is contiguous)."""
+    """About `count` elements spread evenly over the tensor."""
     flat = x.detach().reshape(-1)
     return flat[:: max(1, flat.numel() // count)]
 
 
 def fingerprint(x: torch.Tensor, sample: int = 1 << 16) -> tuple:
-    """Shape, dtype and the bits of a strided sample of elements: enough to tell two draws of inputs apart (a
-    get_inputs() seeded from the clock differs everywhere)."""
+    """Shape, dtype and the bits of a strided sample: enough to tell two draws of inputs apart."""
     picked = strided_sample(x, sample).contiguous()
     view = INT_VIEW.get(picked.element_size()) if picked.is_floating_point() else None
     bits = picked.view(view) if view is not None else picked
@@ -272,8 +244,7 @@ def fingerprint(x: torch.Tensor, sample: int = 1 << 16) -> tuple:
 
 
 def output_fingerprint(x: torch.Tensor) -> tuple:
-    """The fingerprint and a digest of every element: two outputs with the same one are, for the lint's purpose (does
-    the output depend on the inputs?), the same output."""
+    """The fingerprint plus a digest of every element: equal ones are the same output, for the lint."""
     return fingerprint(x) + (bits_digest(x),)
 
 
@@ -281,14 +252,12 @@ DIGEST_PRIME = (1 << 31) - 1
 
 
 def bits_digest(x: torch.Tensor, chunk: int = 1 << 22) -> tuple[int, int]:
-    """Two sums over every element's bits, the second weighted by position, modulo a prime. A sample alone called
-    KernelBench's level2 93 (ConvTranspose2d, min(x, 0), GELU) input-blind in one A/A sweep of two: about 1 element in
-    1e5 of its output is not zero, and a sample of 65,536 often holds none. Chunked: ~100 MB of temporaries at most."""
+    """Two sums of all elements' bits, one position-weighted, mod a prime: docs/decisions/commona-truth-comparison.md"""
     flat = x.detach()
     if flat.is_complex():
         flat = torch.view_as_real(flat)
     flat = flat.reshape(-1)
-    if flat.element_size() > 4:  # float64, int64: as twice as many 32-bit words, whose sums cannot overflow
+    if flat.element_size() > 4:  # as 32-bit words, whose sums cannot overflow
         flat = flat.view(torch.int32)
     elif flat.is_floating_point():
         flat = flat.view(INT_VIEW[flat.element_size()])
@@ -302,13 +271,12 @@ def bits_digest(x: torch.Tensor, chunk: int = 1 << 22) -> tuple[int, int]:
 
 
 def input_fingerprint(inputs: list) -> list:
-    """Fingerprints of a list of inputs (tensors: fingerprint; other values: repr): did two draws give the same?"""
+    """Fingerprints of a list of inputs (other values: repr)."""
     return [fingerprint(x) if isinstance(x, torch.Tensor) else repr(x) for x in inputs]
 
 
 def max_difference(a: torch.Tensor, b: torch.Tensor, chunk: int) -> float:
-    """The largest |a - b| between two runs' outputs: 0 where both are NaN or equal (infinities), infinite
-    where only one is NaN. Integer and bool outputs: 0 when equal, else 1."""
+    """The largest |a - b| of two runs' outputs (NaN on one side only: infinite; integers: 0 or 1)."""
     if not (a.is_floating_point() or a.is_complex()):
         return 0.0 if torch.equal(a, b) else 1.0
     work = torch.promote_types(a.dtype, torch.float32)
@@ -322,8 +290,7 @@ def max_difference(a: torch.Tensor, b: torch.Tensor, chunk: int) -> float:
 
 
 def same_bits(a: torch.Tensor, b: torch.Tensor, chunk: int = 1 << 26) -> bool:
-    """Bit-for-bit equality (NaN payloads included), `chunk` elements at a time: no output-sized temporaries (a 6 GiB
-    output's whole-tensor comparison made a 1.5 GiB bool)."""
+    """Bit-for-bit equality (NaN payloads included), chunked to avoid output-sized temporaries."""
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
     view = INT_VIEW.get(a.element_size()) if a.is_floating_point() else None
@@ -340,13 +307,13 @@ def same_bits(a: torch.Tensor, b: torch.Tensor, chunk: int = 1 << 26) -> bool:
 
 
 def mutated_inputs(private: list, shared: list) -> list:
-    """Indices of tensor inputs the candidate changed (shared copies differ from the judge's own)."""
+    """Indices of tensor inputs whose shared copies differ from the judge's own."""
     return [i for i, (p, s) in enumerate(zip(private, shared))
             if isinstance(p, torch.Tensor) and not same_bits(p, s)]
 
 
 def aliases_input(outputs: list, shared: list, originals: list) -> bool:
-    """Does an output change when the inputs it was computed from are overwritten? (Works across IPC.)"""
+    """Does an output change when its inputs are overwritten? (Works across IPC.)"""
     floats = [(s, o) for s, o in zip(shared, originals) if isinstance(s, torch.Tensor) and s.is_floating_point()]
     outs = [o for o in outputs if isinstance(o, torch.Tensor) and o.is_floating_point()]
     if not floats or not outs:
@@ -361,13 +328,12 @@ def aliases_input(outputs: list, shared: list, originals: list) -> bool:
 
 
 def nan_count(x: torch.Tensor, chunk: int = 1 << 24) -> int:
-    """NaNs in x, `chunk` elements at a time (a whole 6 GiB output's isnan().sum() made 13.5 GiB of temporaries: a
-    bool mask and its int64 cast)."""
+    """NaNs in x, chunked to avoid output-sized temporaries."""
     return int(sum(torch.count_nonzero(piece.isnan()) for _, piece in slices(x, chunk)))
 
 
 def as_float64(values: list) -> list:
-    """Float tensors upcast to float64 (for the ground truth); other values as they are."""
+    """Float tensors upcast to float64; other values as they are."""
     return [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in values]
 
 
@@ -375,10 +341,7 @@ NARROW_TRUTH = (torch.float32, torch.float16, torch.bfloat16)
 
 
 def stored_truth(out, ref_dtypes) -> list:
-    """The float64 truth's outputs as the judge keeps them across the candidate's calls: where the reference's output
-    (dtypes from the meta device; None: unknown) is float32 or narrower, rounded to float32 (half the size; the
-    rounding, 6e-8 of a value, is under a thousandth of those dtypes' tolerances); float64 outputs and the rest as they
-    are."""
+    """The truth's outputs as the judge keeps them: float32 where ref_dtypes (None: unknown) are float32 or narrower."""
     outs = items(out)
     dtypes = ref_dtypes if ref_dtypes is not None and len(ref_dtypes) == len(outs) else [None] * len(outs)
     return [t.float() if t.is_floating_point() and dtype in NARROW_TRUTH else t for t, dtype in zip(outs, dtypes)]

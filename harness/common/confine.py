@@ -1,19 +1,6 @@
-"""Confinement of a process that runs candidate code: no capabilities, and a seccomp filter that lets it signal
-only itself and its own process group, and never trace or read another process.
-
-Why not a separate user: CUDA IPC, which hands tensors between judge and worker, refuses a peer of another
-user ("mapping of buffer object failed", seen on the H100). So the candidate keeps the harness's user and
-loses, instead, what that user could do to the harness's other processes:
-- capabilities (when the harness runs as root): without CAP_SYS_PTRACE, a non-dumpable process's
-  /proc/<pid>/mem, environ and fd are closed to it, as to any other process of the same user;
-- kill, tgkill, tkill, rt_(tg)sigqueueinfo to any process but itself or its own group, pidfd_send_signal,
-  ptrace, process_vm_readv/writev and pidfd_getfd: each fails with EPERM;
-- the calls that change another process's scheduling, limits or memory placement (affinity, nice, policy,
-  I/O priority, prlimit, page migration): allowed on this process only. A process of the same user may renice
-  or re-pin another one without reading it: a candidate that put the reference's worker on one CPU at nice 19
-  came out 1.67x on the 2-core CPU, run as a user without root (as root, the capability check refused it).
-A filter cannot be removed, and every child and thread of the process inherits it. Imports nothing heavy.
-"""
+"""Confinement of a process that runs candidate code: no capabilities, and a seccomp filter (inherited, irremovable)
+that lets it signal only itself and its group, and trace, read or reschedule no other process. It keeps the
+harness's user, as CUDA IPC refuses another's: docs/threat-model.md, "Confinement". Imports nothing heavy."""
 from __future__ import annotations
 
 import ast
@@ -30,7 +17,7 @@ RET_ALLOW, RET_EPERM = 0x7FFF0000, 0x00050000 | errno.EPERM
 X32_BIT = 0x40000000
 FILTER = "seccomp filter (signals, tracing, scheduling of other processes)"  # the protection's name in reports
 
-# Syscall numbers per architecture: (audit arch, {name: number}).
+# (audit arch, {name: syscall number}) per architecture.
 SYSCALLS = {
     "x86_64": (0xC000003E, {"kill": 62, "tkill": 200, "tgkill": 234, "rt_sigqueueinfo": 129, "rt_tgsigqueueinfo": 297,
                             "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311,
@@ -46,34 +33,31 @@ SYSCALLS = {
                              "prlimit64": 261, "sched_setattr": 274}),
 }
 DENIED = ("ptrace", "process_vm_readv", "process_vm_writev", "pidfd_send_signal", "pidfd_getfd")
-# Signal calls allowed when their target (argument 0) is this process (or, for kill, its group: 0 or -pid).
+# Allowed when argument 0 is this process (kill: also its group, 0 or -pid).
 SELF_TARGETED = ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
-# Calls that act on the process named by argument 0 (0: the caller), allowed on this process only. Its other
-# threads are refused too (a filter cannot tell their ids from another process's): it only slows itself.
+# Allowed on this process only (argument 0: 0 or our pid); our other threads are refused too (a tid looks foreign).
 OWN_PROCESS_ONLY = ("sched_setparam", "sched_setscheduler", "sched_setaffinity", "sched_setattr", "prlimit64",
                     "migrate_pages", "move_pages")
-# setpriority(which, who, nice) and ioprio_set(which, who, prio): `which` a process or a process group (the
-# worker leads its own), `who` 0 or this process; never every process of the user.
+# setpriority and ioprio_set: `which` a process or group (the worker leads its own), `who` 0 or us; never the user.
 PRIO_PROCESS, PRIO_PGRP, IOPRIO_WHO_PROCESS, IOPRIO_WHO_PGRP = 0, 1, 1, 2
 
 
 def confine() -> dict:
-    """Confine this process (call it while it has one thread, before candidate code runs): {protection: None
-    where it is in force, or why it is missing}."""
+    """Confine this process (one thread, no candidate code yet): {protection: None if in force, else why not}."""
     return {"capabilities dropped": drop_capabilities(), FILTER: install_filter(os.getpid())}
 
 
 def drop_capabilities():
-    """Empty this process's capability sets, bounding set included (so an exec cannot get them back)."""
+    """Empty this process's capability sets, the bounding set too (an exec cannot get them back)."""
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         return f"no_new_privs refused ({os.strerror(ctypes.get_errno())})"
     for cap in range(64):
         if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() == errno.EINVAL:
-            break  # past the last capability this kernel knows
+            break  # past this kernel's last capability
     libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
     header = struct.pack("Ii", 0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
-    data = bytes(24)  # effective, permitted, inheritable: empty, both 32-bit halves
+    data = bytes(24)  # effective, permitted, inheritable: empty
     arch = SYSCALLS.get(platform.machine())
     if arch is None:
         return f"unknown architecture {platform.machine()}"
@@ -83,7 +67,7 @@ def drop_capabilities():
 
 
 def install_filter(own_pid: int):
-    """Install the seccomp filter for this process and all its threads; None when in force, else why not."""
+    """Install the seccomp filter on all this process's threads; None when in force, else why not."""
     arch = SYSCALLS.get(platform.machine())
     if arch is None:
         return f"no filter for architecture {platform.machine()}"
@@ -99,16 +83,13 @@ def install_filter(own_pid: int):
     return None
 
 
-# Classic BPF: (code, jump if true, jump if false, k). seccomp_data: nr at 0, arch at 4, args at 16 + 8 i (their low
-# 32 bits: a pid's, and -pid's as kill takes it).
+# Classic BPF: (code, jump if true, jump if false, k); seccomp_data: nr at 0, arch at 4, args' low 32 bits at 16 + 8i.
 LD_W_ABS, JEQ_K, JGE_K, RET_K = 0x20, 0x15, 0x35, 0x06
 ARG = [16 + 8 * i for i in range(3)]
 
 
 def filter_program(audit_arch: int, numbers: dict, own_pid: int, x86: bool) -> list:
-    """The filter as BPF instructions: foreign architectures and x32 calls denied; the calls in DENIED denied;
-    those in SELF_TARGETED and OWN_PROCESS_ONLY allowed only on this process (kill also on its group and with
-    signal 0), setpriority and ioprio_set only on this process or its group."""
+    """The filter as BPF: foreign architectures, x32 and DENIED refused; the rest as the tables above say."""
     own, group = own_pid & 0xFFFFFFFF, (-own_pid) & 0xFFFFFFFF
     body = [(LD_W_ABS, 0, 0, 4), (JEQ_K, 1, 0, audit_arch), (RET_K, 0, 0, RET_EPERM), (LD_W_ABS, 0, 0, 0)]
     if x86:
@@ -128,11 +109,9 @@ def filter_program(audit_arch: int, numbers: dict, own_pid: int, x86: bool) -> l
 
 
 def allow_only_if(number: int, *alternatives: list) -> list:
-    """The filter's block for one call (its number in the accumulator): allowed when one of the alternatives
-    holds, each a list of conditions (argument offset, allowed values) that must all hold; denied otherwise.
-    Any other call goes past the block. Jumps name labels (resolved by `assemble`)."""
+    """One call's block: allowed if all (arg offset, values) of an alternative hold, else denied; labeled jumps."""
     tag = f"call{number}"
-    block: list = [(JEQ_K, 0, f"{tag}.next", number)]  # instructions (tuples) and labels (strings)
+    block: list = [(JEQ_K, 0, f"{tag}.next", number)]
     for a, conditions in enumerate(alternatives):
         failed = f"{tag}.alternative{a + 1}" if a + 1 < len(alternatives) else f"{tag}.deny"
         for c, (offset, values) in enumerate(conditions):
@@ -144,12 +123,11 @@ def allow_only_if(number: int, *alternatives: list) -> list:
         if a + 1 < len(alternatives):
             block.append(failed)
     return block + [f"{tag}.deny", (RET_K, 0, 0, RET_EPERM), f"{tag}.allow", (RET_K, 0, 0, RET_ALLOW),
-                    f"{tag}.next", (LD_W_ABS, 0, 0, 0)]  # the next block reads the call number again
+                    f"{tag}.next", (LD_W_ABS, 0, 0, 0)]  # reload the call number
 
 
 def assemble(items: list) -> list:
-    """BPF instructions from a list of instructions and labels (strings, each marking the next instruction):
-    a jump that names a label becomes the number of instructions to skip."""
+    """BPF from instructions and labels (strings marking the next instruction); a label jump becomes a skip count."""
     where, index = {}, 0
     for item in items:
         if isinstance(item, str):
@@ -167,11 +145,10 @@ def assemble(items: list) -> list:
 
 
 def probe() -> dict:
-    """What confinement this machine gives a candidate: a child confines itself and tries to signal us.
-    {protection: "in force" | why it is missing}."""
+    """What a child that confines itself and signals us finds: {protection: "in force" or why not}."""
     read_end, write_end = os.pipe()
     pid = os.fork()
-    if pid == 0:  # the child: never returns
+    if pid == 0:  # the child never returns
         report = {"?": "the probe died"}
         try:
             report = {name: why or "in force" for name, why in confine().items()}

@@ -16,9 +16,7 @@ PROBLEMS_DIR = ROOT / "problems"
 SOLUTIONS_DIR = ROOT / "solutions"
 SOLUTION_SUFFIXES = (".py", ".txt", ".md")
 RESPONSE_SUFFIXES = (".txt", ".md")
-# Signs in a candidate's source that it runs CUDA code: CUDA sources or kernels, Triton, or a C++ extension built with
-# CUDA that calls it from C++ (cuBLAS through ATen's handle, say: a real generation did). Such code cannot run
-# without a CUDA GPU.
+# Signs that a source runs CUDA code, including C++ extensions that call CUDA libraries through ATen (seen in the wild).
 CUDA_MARKERS = re.compile(r"cuda_sources\s*=|__global__|<<<|\btriton\b|with_cuda\s*=\s*True|"
                           r"#include\s*[<\"](?:cuda|cublas|cudnn|ATen/cuda/|c10/cuda/)|\b(?:at|c10)::cuda::")
 
@@ -42,16 +40,12 @@ class Pair:
     overrides: dict = field(default_factory=dict, compare=False, hash=False)  # a manifest entry's `set`
 
 
-# Candidates named the KernelBench way pair with problem P of level L: levelL/P_<name>.py under a problems root.
+# Candidates named the KernelBench way pair with levelL/P_<name>.py under a problems root.
 KERNELBENCH_CANDIDATE = re.compile(r"^level_(\d+)_problem_(\d+)_sample_(\d+)(?:_kernel)?$")
 
 
 def resolve_problem(name_or_path: str, roots: tuple = ()) -> list[Path]:
-    """A problem name, file or directory -> problem files (a directory recursively, sorted).
-
-    A name is looked up as <root>/<name>.py, then anywhere below each root (KernelBench's level1/21_Sigmoid.py
-    is `21_Sigmoid`); the roots are the --problems-root folders and problems/.
-    """
+    """A problem name, file or directory -> problem files; a name is looked up under the roots and problems/."""
     path = Path(name_or_path)
     if path.is_dir():
         files = sorted(p for p in path.rglob("*.py") if not p.name.startswith("_"))
@@ -81,7 +75,7 @@ def resolve_problem(name_or_path: str, roots: tuple = ()) -> list[Path]:
 
 
 def solutions_for(problem_name: str) -> list[Path]:
-    """The candidates in solutions/<problem>/, sorted; an error when there are none."""
+    """The candidates in solutions/<problem>/, sorted; an error when none."""
     folder = SOLUTIONS_DIR / problem_name
     files = candidate_files(folder)
     if not files:
@@ -93,12 +87,12 @@ def solutions_for(problem_name: str) -> list[Path]:
 
 
 def candidate_files(folder: Path) -> list[Path]:
-    """The candidate files (.py, .txt, .md) directly in a folder, sorted."""
+    """The candidate files directly in a folder, sorted."""
     return sorted(p for p in Path(folder).glob("*") if p.suffix in SOLUTION_SUFFIXES and not p.name.startswith("_"))
 
 
 def expand_solutions(solutions: Optional[list[str]]) -> list[Path]:
-    """--solution arguments: files, or folders of candidate files."""
+    """--solution arguments (files or folders) -> candidate files."""
     files = []
     for given in solutions or []:
         path = Path(given)
@@ -116,12 +110,7 @@ def expand_solutions(solutions: Optional[list[str]]) -> list[Path]:
 
 def find_pairs(problems: list[str], solutions: Optional[list[str]] = None, problems_root: Optional[str] = None,
                manifest: Optional[str] = None) -> list[Pair]:
-    """Every (problem, candidate) pair the CLI arguments name, in a stable order.
-
-    --manifest: the pairs it lists. --problems-root with --solution and no --problem: each candidate named
-    the KernelBench way finds its own problem. Otherwise every --solution (or solutions/<problem>/) with
-    every --problem.
-    """
+    """Every (problem, candidate) pair the CLI arguments name, in a stable order (docs/cli.md)."""
     roots = (Path(problems_root),) if problems_root else ()
     if problems_root and not Path(problems_root).is_dir():
         raise DiscoveryError(f"--problems-root {problems_root}: no such folder")
@@ -160,10 +149,7 @@ def kernelbench_problem(candidate: Path, root: Path) -> Path:
 
 
 def manifest_pairs(manifest: Path, roots: tuple) -> list[Pair]:
-    """Pairs from a CSV (header problem,candidate[,set]) or YAML (a list of {problem, candidate[, set]}) file;
-    paths are relative to the manifest's folder, and a problem may also be a name. An entry's `set` holds
-    NAME=VALUE items separated by spaces (in YAML also a mapping): --set for that entry alone (over the run's
-    own --set)."""
+    """Pairs from a CSV or YAML manifest (problem, candidate[, set]; docs/cli.md), paths relative to it."""
     if not manifest.is_file():
         raise DiscoveryError(f"--manifest {manifest}: no such file")
     if manifest.suffix in (".yaml", ".yml"):
@@ -185,7 +171,7 @@ def manifest_pairs(manifest: Path, roots: tuple) -> list[Pair]:
             raise DiscoveryError(f"--manifest {manifest}: entry {number}: no file '{row['candidate']}'")
         try:
             given = row.get("set") or ""
-            if isinstance(given, dict):  # YAML: {NAME: VALUE, ...}
+            if isinstance(given, dict):  # YAML mapping
                 overrides = parse_set([f"{name}={value!r}" for name, value in given.items()])
             else:
                 overrides = parse_set(str(given).split())
@@ -197,7 +183,7 @@ def manifest_pairs(manifest: Path, roots: tuple) -> list[Pair]:
 
 
 def check_unique_names(pairs: list[Pair]) -> None:
-    """Results are keyed by names in tables and logs: two files with one name would be confused."""
+    """Refuse two candidates of one name for a problem: results are keyed by names."""
     seen: dict = {}
     for pair in pairs:
         other = seen.setdefault((pair.problem, pair.solution), pair)
@@ -212,7 +198,7 @@ def extract_code(text: str) -> str:
     current: Optional[list[str]] = None
     for line in text.splitlines():
         if line.lstrip().startswith("```"):
-            # Tolerant of LLM habits: a fence line with trailing prose still closes a block.
+            # A fence line with trailing prose still closes a block.
             if current is None:
                 current = []
             else:
@@ -229,21 +215,19 @@ def extract_code(text: str) -> str:
 
 
 def read_source(path: Path) -> str:
-    """A candidate's Python source: the file itself, or the code extracted from a response."""
+    """A candidate's Python source (extracted from a response file)."""
     text = Path(path).read_text(encoding="utf-8", errors="replace")
     return extract_code(text) if Path(path).suffix in RESPONSE_SUFFIXES else text
 
 
 def module_constants(source: str) -> dict[str, Any]:
-    """Top-level `NAME = value` assignments of a module: literals, and integer arithmetic (or tuples of it) over
-    literals and earlier constants (`batch_size = 8192 * 2`, which --set replaces as it does a literal); anything
-    else maps to None."""
+    """Top-level `NAME = value`: literals and integer arithmetic over earlier constants (`8192 * 2`); else None."""
     constants: dict[str, Any] = {}
     for node in ast.parse(source).body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             try:
                 constants[node.targets[0].id] = ast.literal_eval(node.value)
-            except (ValueError, TypeError, SyntaxError, RecursionError):  # not a literal ({[1]: 2} raises TypeError)
+            except (ValueError, TypeError, SyntaxError, RecursionError):  # not a literal ({[1]: 2}: TypeError)
                 constants[node.targets[0].id] = integer_arithmetic(node.value, constants)
     return constants
 
@@ -253,8 +237,7 @@ _INTEGER_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mu
 
 
 def integer_arithmetic(node: ast.AST, constants: dict) -> Optional[int | tuple]:
-    """The value of + - * // ** over integer literals and integer constants already found, or a tuple of such
-    values; None for anything else."""
+    """+ - * // ** over integer literals and known constants (or a tuple of such); None for anything else."""
     if isinstance(node, ast.Tuple):
         values = tuple(integer_arithmetic(element, constants) for element in node.elts)
         return None if None in values else values
@@ -289,7 +272,7 @@ def parse_set(items: list[str]) -> dict[str, Any]:
 
 
 def check_overrides(problem_paths: list[Path], overrides: dict[str, Any]) -> None:
-    """Every --set name must be a module constant of at least one problem (it applies where it is one)."""
+    """Every --set name must be a module constant of at least one problem."""
     constants = {}
     for path in problem_paths:
         try:
@@ -304,7 +287,7 @@ def check_overrides(problem_paths: list[Path], overrides: dict[str, Any]) -> Non
 
 
 def backend_of(source: str) -> str:
-    """What a candidate computes with, from its source: triton, cuda (CUDA C++), cpp (a C++ extension) or torch."""
+    """A candidate's backend from its source: triton, cuda, cpp or torch."""
     if re.search(r"@triton\.jit|^\s*(import triton|from triton)", source, re.M):
         return "triton"
     if re.search(r"cuda_sources\s*=|__global__|<<<", source):
@@ -315,19 +298,19 @@ def backend_of(source: str) -> str:
 
 
 def builds_extension(source: str) -> bool:
-    """Does the candidate compile code with torch.utils.cpp_extension?"""
+    """Does the candidate compile with torch.utils.cpp_extension?"""
     return "load_inline" in source or "cpp_extension" in source
 
 
 def cpu_only(source: str) -> Optional[str]:
-    """Why a candidate cannot run on a GPU: a load_inline extension with C++ sources and no CUDA ones."""
+    """Why a candidate cannot run on a GPU (a C++-only load_inline extension), or None."""
     if re.search(r"\bload_inline\s*\(", source) and not CUDA_MARKERS.search(source):  # called, not only imported
         return "builds a C++ (CPU) extension only, with no CUDA sources"
     return None
 
 
 def needs_cuda(source: str) -> Optional[str]:
-    """Why a candidate cannot run without a CUDA GPU, or None when it may."""
+    """Why a candidate cannot run without a CUDA GPU, or None."""
     match = CUDA_MARKERS.search(source)
     return f"needs a CUDA GPU ('{match.group(0).strip(' =')}' in its source)" if match else None
 

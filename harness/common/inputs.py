@@ -17,20 +17,19 @@ class ProblemError(Exception):
 
 
 def trial_seed(secret: int, problem: str, trial: int) -> int:
-    """A seed the candidate cannot predict: derived from the run's secret, not from a public constant."""
+    """A seed the candidate cannot predict: derived from the run's secret."""
     digest = hashlib.sha256(f"{secret}:{problem}:{trial}".encode()).digest()
     return int.from_bytes(digest[:8], "little") & (2**63 - 1)
 
 
 def to_device(x, device: torch.device):
-    """Move tensors to the device; leave other values alone."""
+    """Tensors moved to the device; other values as they are."""
     return x.to(device) if isinstance(x, torch.Tensor) else x
 
 
 def make_inputs(module, seed: int, device: torch.device, wide_scale: Optional[float] = None,
                 dtype: Optional[torch.dtype] = None) -> list:
-    """get_inputs() under a seed with `device` as the default device; wide_scale widens what it returned (widen_all);
-    dtype (--precision) casts float tensors."""
+    """get_inputs() seeded, on `device`; widened by wide_scale (widen_all), floats cast to dtype (--precision)."""
     torch.manual_seed(seed)
     with torch.device(device):
         tracker = DrawTracker() if wide_scale is not None else None
@@ -51,21 +50,17 @@ def cast_floats(values: list, dtype: torch.dtype) -> list:
     return [x.to(dtype) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in values]
 
 
-# Wide trials transform what get_inputs() returned, never redraw it, so that the structure a problem gives its inputs
-# (symmetric, triangular, positive, integer labels, probabilities) is kept. A tensor that is a plain random draw
-# (torch.rand/randn, moved, cast or reshaped at most) has no structure but its distribution, which may be incidental
-# (KernelBench draws torch.rand by default): it is widened to both signs and shifted. Any other float tensor was made
-# on purpose: it is only scaled by a positive factor, which keeps symmetry, triangles, signs and zeros.
+# Wide trials transform get_inputs()'s tensors, never redraw them, to keep their structure: docs/judging.md.
 PLAIN_DRAWS = frozenset({"rand", "randn", "rand_like", "randn_like"})
 REDRAWS = frozenset({"normal_", "uniform_"})  # in place: the tensor now holds a plain draw
 KEEPS_DRAW = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "contiguous", "clone", "detach",
                         "requires_grad_", "view", "reshape", "flatten", "squeeze", "unsqueeze", "permute", "transpose",
-                        "t", "__get__"})  # (__get__: properties such as .T and .data)
+                        "t", "__get__"})  # __get__: properties such as .T and .data
 PLAIN_MARK = "_harness_plain_draw"
 
 
 class DrawTracker(TorchFunctionMode):
-    """Watches get_inputs(): which of the tensors it returns are plain random draws (see PLAIN_DRAWS)."""
+    """Watches get_inputs(): which tensors it returns are plain random draws (PLAIN_DRAWS)."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
@@ -76,7 +71,7 @@ class DrawTracker(TorchFunctionMode):
         elif name in PLAIN_DRAWS or (name in KEEPS_DRAW and self.is_plain_draw(first)):
             mark(out, True)
         elif name.endswith("_") and not name.startswith("__") and isinstance(first, torch.Tensor):
-            mark(first, False)  # changed in place: no longer a plain draw
+            mark(first, False)  # changed in place
         return out
 
     @staticmethod
@@ -90,10 +85,7 @@ def mark(x, plain: bool) -> None:
 
 
 def widen_all(inputs: list, plain: list, scale: float, rng: random.Random) -> None:
-    """Widen float tensors in place (no second copy of a multi-GB input): a plain draw is standardized to standard
-    deviation `scale` and shifted by up to +-scale; another one is multiplied by a factor in [scale, 2 scale]. Left as
-    they are: integer-valued floats (labels, masks, counts) and, unless plain draws, tensors within [0, 1]
-    (probabilities)."""
+    """Widen non-integer floats in place: plain draws standardized and shifted; others, unless in [0, 1], scaled."""
     for x, is_plain in zip(inputs, plain):
         if not (isinstance(x, torch.Tensor) and x.is_floating_point()) or x.numel() == 0 or integer_valued(x):
             continue
@@ -106,7 +98,7 @@ def widen_all(inputs: list, plain: list, scale: float, rng: random.Random) -> No
 
 
 def integer_valued(x: torch.Tensor) -> bool:
-    """Do (a strided sample of) its values all lie on integers? (Labels and masks kept as floats.)"""
+    """Do a strided sample of its values all lie on integers (labels, masks)?"""
     picked = check.strided_sample(x)
     return bool((picked == picked.round()).all())
 
@@ -125,7 +117,7 @@ def init_inputs(module) -> list:
 
 
 def nbytes(values) -> int:
-    """Bytes of every tensor in a (possibly nested) list or tuple."""
+    """Bytes of every tensor in a (possibly nested) list, tuple or dict."""
     if isinstance(values, torch.Tensor):
         return values.numel() * values.element_size()
     if isinstance(values, (list, tuple)):
@@ -135,20 +127,12 @@ def nbytes(values) -> int:
     return 0
 
 
-PLACEMENT_SLACK_BYTES = 64 << 20  # how far a timing input may move within its buffer
+PLACEMENT_SLACK_BYTES = 64 << 20  # how far a timing input may move
 PLACEMENT_ALIGN = 4096
 
 
 class MovingCopies:
-    """A worker's private copies of its timing inputs, each in a buffer somewhat larger than itself, at a random
-    4 KiB-aligned offset that `refill(..., move=True)` draws afresh.
-
-    A kernel's time can depend on where its tensors lie in memory: on the H100, KernelBench's 4 GiB BatchNorm input
-    ran 2% slower in one of four allocations of one process, every time (bench/results/placement-h100.md). Two
-    workers, each with one fixed copy, then differ by that much for a whole pair; inputs that move every round turn
-    the difference into round-to-round noise, which the paired rounds average out (four copies moved within 64 MiB
-    agreed within 0.2%). Tensors keep the layout a clone would give them.
-    """
+    """A worker's timing inputs, each moved in a larger buffer by refill: docs/decisions/commona-moving-inputs.md"""
 
     def __init__(self, inputs: list):
         self.rng = random.Random()  # seeded from the OS: where a copy lies is no one's choice
@@ -157,17 +141,16 @@ class MovingCopies:
         self.tensors = [self.placed(buffer, x) if buffer is not None else x for buffer, x in zip(self.buffers, inputs)]
 
     def refill(self, inputs: list, move: bool) -> list:
-        """The new contents copied in, each tensor moved to a new offset first when `move` (not when a captured
-        CUDA graph holds the current addresses); the tensors to use from now on."""
+        """Copy the new contents in, moved first when `move` (never under a captured graph); the tensors to use."""
         self.tensors = [(self.placed(buffer, new) if move else mine.copy_(new)) if buffer is not None else mine
                         for buffer, mine, new in zip(self.buffers, self.tensors, inputs)]
         return self.tensors
 
     def placed(self, buffer: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        """A copy of x in buffer at a random aligned offset, strided as x.clone() would be."""
+        """A copy of x at a random aligned offset in buffer, strided as x.clone() would be."""
         layout = clone_layout(x)
         size = span_bytes(layout)
-        first = -buffer.data_ptr() % PLACEMENT_ALIGN  # offsets whose addresses are aligned
+        first = -buffer.data_ptr() % PLACEMENT_ALIGN
         slack = buffer.numel() - PLACEMENT_ALIGN - size  # as buffer_bytes made it
         offset = self.rng.randrange(first, first + slack + 1, PLACEMENT_ALIGN)
         view = buffer[offset:offset + size].view(x.dtype).as_strided(layout.shape, layout.stride())
@@ -187,6 +170,5 @@ def span_bytes(layout: torch.Tensor) -> int:
 
 
 def buffer_bytes(size: int) -> int:
-    """A buffer for `size` bytes that can move: by its own size (rounded up to the alignment), at most
-    PLACEMENT_SLACK_BYTES, plus room to align the first offset."""
+    """Buffer bytes for `size` to move by up to its own size (at most PLACEMENT_SLACK_BYTES), aligned."""
     return size + min(PLACEMENT_SLACK_BYTES, -(-size // PLACEMENT_ALIGN) * PLACEMENT_ALIGN) + PLACEMENT_ALIGN

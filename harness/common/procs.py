@@ -1,6 +1,4 @@
-"""Process hygiene for the trusted processes (runner, judge): kept from the user's other processes, and
-the processes a worker leaves behind found and killed. Imports nothing heavy: the runner uses it.
-"""
+"""Process hygiene for the runner and judges: orphans, stopped trees, scheduling, timing CPUs. Imports nothing heavy."""
 from __future__ import annotations
 
 import contextlib
@@ -16,18 +14,15 @@ from harness.common import clocks
 
 
 def make_undumpable(dumpable: bool = False) -> None:
-    """prctl(PR_SET_DUMPABLE, 0): this process's /proc/<pid>/mem, environ and fd become root's only, so a
-    worker (same user) cannot read the run's secret from the memory of its judge or runner. `dumpable=True`
-    undoes it (a worker forked from its judge, as exec would)."""
+    """prctl(PR_SET_DUMPABLE): a worker cannot read the run's secret from our /proc/<pid>/mem; True undoes it."""
     try:
         ctypes.CDLL(None, use_errno=True).prctl(4, int(dumpable), 0, 0, 0)
-    except (OSError, AttributeError):  # not Linux: nothing to do
+    except (OSError, AttributeError):  # not Linux
         pass
 
 
 def adopt_orphans() -> None:
-    """prctl(PR_SET_CHILD_SUBREAPER): processes a worker leaves behind (even in a session of their own)
-    become this process's children when the worker dies, so kill_orphans can find them."""
+    """prctl(PR_SET_CHILD_SUBREAPER): a dead worker's leftover processes become ours, for kill_orphans."""
     try:
         ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)
     except (OSError, AttributeError):
@@ -52,12 +47,7 @@ def processes() -> dict[int, tuple[int, str]]:
 
 
 def kill_orphans(spare: frozenset = frozenset(), rounds: int = 5, wait_s: float = 10.0) -> int:
-    """SIGKILL every child of this process but `spare` (our own helpers); how many were alive.
-
-    Children already dead (zombies: processes the group kill ended, then handed to us) are only reaped.
-    Reaping never blocks for more than `wait_s` in all: a process stuck in the kernel (a GPU driver call)
-    is left behind rather than holding up the pair.
-    """
+    """SIGKILL every child but `spare`; how many were alive. Reaping gives up after `wait_s` (a stuck driver call)."""
     killed, deadline = 0, time.monotonic() + wait_s
     for _ in range(rounds):
         children = {pid: state for pid, state in my_children().items() if pid not in spare}
@@ -87,8 +77,7 @@ def reap(pid: int, deadline: float) -> None:
 
 
 def task_files(pid: int, name: str) -> Optional[list[str]]:
-    """The text of /proc/<pid>/task/<tid>/<name> for each thread of a process ([] once it is gone); None where
-    the kernel has no such file."""
+    """/proc/<pid>/task/<tid>/<name> per thread ([] once gone; None where the kernel lacks the file)."""
     texts: list[str] = []
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
@@ -100,15 +89,14 @@ def task_files(pid: int, name: str) -> Optional[list[str]]:
                 texts.append(f.read())
         except FileNotFoundError:
             if os.path.isdir(f"/proc/{pid}/task/{tid}"):
-                return None  # the thread is there, the file is not: a kernel without it
+                return None
         except OSError:
             pass
     return texts
 
 
 def children(pid: int) -> list[int]:
-    """The children of a process (every thread's): from /proc/<pid>/task/*/children, or, on a kernel without
-    those files, from every process's parent pid."""
+    """The children of a process (every thread's), from /proc."""
     texts = task_files(pid, "children")
     if texts is None:
         return [child for child, (parent, _) in processes().items() if parent == pid]
@@ -116,7 +104,7 @@ def children(pid: int) -> list[int]:
 
 
 def tree(roots) -> list[int]:
-    """These processes and all their descendants (alive at the time of reading)."""
+    """These processes and all their live descendants."""
     seen, todo = [], list(roots)
     while todo:
         pid = todo.pop()
@@ -127,12 +115,11 @@ def tree(roots) -> list[int]:
 
 
 def scheduling(pid: int) -> dict[int, tuple]:
-    """{thread id: (nice, policy, CPUs allowed, cgroup)} of a process's threads: what another process of the same
-    user can change to slow it down without reading it (setpriority, sched_setaffinity, a write to cgroup.procs)."""
+    """{thread id: (nice, policy, CPUs allowed, cgroup)}: what a same-user process can change to slow it down."""
     states: dict = {}
     try:
         tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:  # the process is gone (its death is the pair's verdict, found elsewhere)
+    except OSError:  # gone: its death is judged elsewhere
         return states
     for tid in tids:
         try:
@@ -154,15 +141,14 @@ def task_cgroup(pid: int, tid) -> str:
         return ""
 
 
-CGROUP_ROOT = "/sys/fs/cgroup"  # cgroup v2's mount (a hybrid machine's v2 tree is at /sys/fs/cgroup/unified)
-# Limits that slow every process in a cgroup; the user may write them where the cgroup is delegated to it (a desktop
-# session under systemd), and a candidate could lift them in its own windows and set them again before the other's.
+CGROUP_ROOT = "/sys/fs/cgroup"  # cgroup v2's mount (a hybrid machine's is /sys/fs/cgroup/unified)
+# Limits a user may write in a delegated cgroup: a candidate could lower them for the other side's windows.
 CGROUP_LIMITS = ("cpu.max", "cpu.weight", "cpu.idle", "cpu.uclamp.max", "cpuset.cpus", "memory.high", "memory.max",
                  "io.max")
 
 
 def cgroup_limits(pid: int, root: str = CGROUP_ROOT) -> dict[str, str]:
-    """{file: contents} of the cgroup v2 limits on a process: its cgroup's and every ancestor's ({} without v2)."""
+    """{file: contents} of the cgroup v2 limits on a process and its ancestors ({} without v2)."""
     try:
         with open(f"/proc/{pid}/cgroup") as f:
             path = next((line[3:].strip() for line in f if line.startswith("0::")), None)
@@ -177,7 +163,7 @@ def cgroup_limits(pid: int, root: str = CGROUP_ROOT) -> dict[str, str]:
             try:
                 with open(os.path.join(root, folder, name)) as f:
                     limits[f"/{folder}/{name}".replace("//", "/")] = f.read().strip()
-            except OSError:  # not there (the root has none; a controller not enabled)
+            except OSError:  # not there
                 pass
     return limits
 
@@ -189,10 +175,8 @@ def limits_changed(before: dict, now: dict) -> list[str]:
 
 
 def rescheduled(before: dict, now: dict, inherited: set) -> list[str]:
-    """How a process's threads' scheduling changed, in words: a thread that kept its id has another state than
-    `before` gives it, or a new thread has a state not in `inherited` (a new one inherits its creator's: it is shown
-    against the main thread's). [] when unchanged; threads that ended are no change."""
-    if not before:  # /proc unreadable here: nothing to compare
+    """How the threads' scheduling changed, in words ([] if not); a new thread is checked against `inherited`."""
+    if not before:  # /proc unreadable
         return []
     main = before[min(before)]
     changes = []
@@ -205,13 +189,12 @@ def rescheduled(before: dict, now: dict, inherited: set) -> list[str]:
     return changes
 
 
-SCHEDULING = ("nice", "policy", "CPUs", "cgroup")  # the fields of a thread's state in `scheduling`
+SCHEDULING = ("nice", "policy", "CPUs", "cgroup")
 
 
 @dataclass
 class Schedule:
-    """A process's scheduling as first read (its threads' states, the cgroup limits on it) and the states a thread it
-    starts may have (its creator's): `changes` names what differs now, but for the pinning `pin` records as ours."""
+    """A process's scheduling as first read; `changes` names what differs now, save our own pinning (`pin`)."""
 
     pid: int
     threads: dict  # scheduling(pid)
@@ -224,7 +207,7 @@ class Schedule:
         return cls(pid, threads, set(threads.values()), cgroup_limits(pid))
 
     def pin(self, cpu: int) -> None:
-        """The main thread now on `cpu` by our hand (share_one_cpu), and the threads it starts from now on too."""
+        """Record that we pinned the main thread (and threads it starts) to `cpu` (share_one_cpu)."""
         if self.pid in self.threads:
             nice, policy, _, cgroup = self.threads[self.pid]
             self.threads[self.pid] = (nice, policy, frozenset({cpu}), cgroup)
@@ -237,24 +220,23 @@ class Schedule:
 
 
 def show(value) -> str:
-    """A scheduling field in a line: CPUs sorted, a cgroup's lines joined."""
+    """A scheduling field in one line."""
     if isinstance(value, frozenset):
         return str(sorted(value))
     return value.strip().replace("\n", "; ") if isinstance(value, str) else str(value)
 
 
-STOPPED_STATES = set("TtDZX")  # stopped, traced, in a kernel call it leaves stopped, or dead
+STOPPED_STATES = set("TtDZX")  # D: in a kernel call, it stops on return
 STOP_WAIT_S = 5.0
 
 
 def task_states(pid: int) -> str:
-    """The state letter of each thread of a process ('' once it is gone)."""
+    """The state letter of each thread ('' once gone)."""
     return "".join(text.rsplit(")", 1)[1].split()[0] for text in task_files(pid, "stat") or [] if ")" in text)
 
 
 def stop_all(roots, wait_s: float = STOP_WAIT_S) -> set:
-    """SIGSTOP these processes and every descendant, until every thread of each is stopped (a process that
-    forks meanwhile is caught on the next pass); the pids stopped. Raises TimeoutError past `wait_s`."""
+    """SIGSTOP these processes and descendants until all threads stop; the pids stopped (TimeoutError past wait_s)."""
     stopped: set[int] = set()
     deadline = time.monotonic() + wait_s
     while True:
@@ -273,7 +255,7 @@ def stop_all(roots, wait_s: float = STOP_WAIT_S) -> set:
 
 
 def continue_all(pids) -> None:
-    """SIGCONT each of these processes (gone ones ignored)."""
+    """SIGCONT each of these processes."""
     for pid in pids:
         try:
             os.kill(pid, signal.SIGCONT)
@@ -281,30 +263,28 @@ def continue_all(pids) -> None:
             pass
 
 
-CPUS_ENV = "KERNEL_HARNESS_CPUS"  # the CPUs the run was given, before timing_cpus_kept_free narrowed its processes'
+CPUS_ENV = "KERNEL_HARNESS_CPUS"  # the run's CPUs before timing_cpus_kept_free narrowed them
 
 
 def run_cpus() -> list:
-    """The CPUs the run was given: as the runner found them (CPUS_ENV), else this process's own."""
+    """The CPUs the run was given (CPUS_ENV, else this process's own)."""
     given = os.environ.get(CPUS_ENV)
     return sorted(int(c) for c in given.split(",")) if given else sorted(os.sched_getaffinity(0))
 
 
 def cpu_for_gpu(index: int) -> int:
-    """The CPU that the workers of a pair on GPU `index` (torch's) share for its timing: one per physical GPU (the
-    first CPU left to the rest of the machine), so that pairs timed at once on different GPUs never share one while
-    there are enough, also when each run was given its GPU by CUDA_VISIBLE_DEVICES (then both see it as cuda:0)."""
+    """The CPU a pair's workers on GPU `index` share for timing: one per physical GPU, not per torch index (runs
+    under CUDA_VISIBLE_DEVICES all see cuda:0)."""
     return timing_cpu(run_cpus(), clocks.physical_index(index))
 
 
 def timing_cpu(cpus: list, physical_gpu: int) -> int:
-    """Of these CPUs, the one where the pairs of this (NVML-numbered) GPU are timed."""
+    """The CPU where this (NVML-numbered) GPU's pairs are timed."""
     return cpus[(physical_gpu + 1) % len(cpus)]
 
 
 def reserved_for_timing(cpus: list, gpus) -> set:
-    """The timing CPUs of these (NVML-numbered) GPUs, where there are CPUs enough to keep them for timing alone (the
-    rest of the run keeps at least gpus + 2: a judge, its workers' correctness stage, builds); else none."""
+    """The timing CPUs of these GPUs, where the rest of the run keeps at least gpus + 2 CPUs; else none."""
     gpus = set(gpus)
     if not gpus or len(cpus) < 2 * len(gpus) + 2:
         return set()
@@ -313,9 +293,7 @@ def reserved_for_timing(cpus: list, gpus) -> set:
 
 @contextlib.contextmanager
 def timing_cpus_kept_free(gpus):
-    """A GPU run on these (NVML-numbered) GPUs: this process, its threads and every process it starts meanwhile, kept
-    off the CPUs where pairs are timed, so that only the two workers a judge pins there (share_one_cpu) run on one
-    while a pair is timed. Yields the CPUs kept."""
+    """Keep this process and its children off these GPUs' timing CPUs (yielded): docs/decisions/process-offset.md"""
     cpus, before, entry = run_cpus(), os.environ.get(CPUS_ENV), os.sched_getaffinity(0)
     reserved = reserved_for_timing(cpus, gpus)
     if reserved and not set_every_thread(entry - reserved):
@@ -334,8 +312,7 @@ def timing_cpus_kept_free(gpus):
 
 
 def set_every_thread(cpus: set) -> bool:
-    """The CPU affinity of each of this process's threads (sched_setaffinity sets one thread's); False where the calling
-    thread's was refused."""
+    """Set every thread's CPU affinity (sched_setaffinity sets one thread's); False where ours was refused."""
     try:
         os.sched_setaffinity(0, cpus)
     except OSError:
@@ -349,8 +326,7 @@ def set_every_thread(cpus: set) -> bool:
 
 
 def share_one_cpu(pids, cpu: int) -> bool:
-    """Pin these processes (their main threads, where a worker launches its GPU work, and the threads they start
-    later) to one CPU; False where the machine refuses."""
+    """Pin these processes' main threads (and threads they start later) to one CPU; False where refused."""
     try:
         for pid in pids:
             os.sched_setaffinity(pid, {cpu})

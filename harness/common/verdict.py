@@ -1,5 +1,4 @@
-"""What a result means, decided in one place: the statuses, the flags with their effects, whether a speedup counts,
-and why a pair fails a gate. The judge, the boards, the aggregates, the gate and `compare` all ask here."""
+"""What a result means, in one place: statuses, flags and their effects, whether a speedup counts, gate failures."""
 from __future__ import annotations
 
 import enum
@@ -18,15 +17,15 @@ class Status(str, enum.Enum):
     TIMEOUT = "timeout"
     CRASH = "crash"
     SKIPPED = "skipped"
-    HARNESS_ERROR = "harness_error"  # the harness failed (its own exception, a judge that died): not the candidate
+    HARNESS_ERROR = "harness_error"  # the harness failed, not the candidate
 
-    def __str__(self) -> str:  # "correct", in f-strings and tables alike
+    def __str__(self) -> str:
         return self.value
 
-    __format__ = str.__format__  # type: ignore[assignment]  # a str's format spec (widths in tables)
+    __format__ = str.__format__  # type: ignore[assignment]  # widths in tables
 
 
-WORKER_STATUSES = (Status.COMPILE_ERROR.value, Status.RUNTIME_ERROR.value)  # what a worker's reply may claim
+WORKER_STATUSES = (Status.COMPILE_ERROR.value, Status.RUNTIME_ERROR.value)  # all a worker's reply may claim
 
 
 class Verdict(Exception):
@@ -35,18 +34,18 @@ class Verdict(Exception):
     def __init__(self, status: Status, error: str, *flags: str):
         super().__init__(error)
         self.status, self.error, self.flags = status, error, [flag(f) for f in flags]
-        self.weights_may_explain = False  # wrong values: the reference's weights may tell (judge_trials.Trials.run)
+        self.weights_may_explain = False  # judge.trials: a retry with the reference's weights may pass
 
 
 @dataclass(frozen=True)
 class Flag:
-    """A finding that does not decide the status, and what it does to the pair's speedup and to a gate."""
+    """A finding that does not decide the status, and its effect on the speedup and on a gate."""
 
     name: str
     meaning: str
-    counts: bool = True  # False: the speedup is shown but is no measurement: never ranked, in fast_p or a geomean
-    fails_gate: bool = False  # a gate fails the pair, whatever it asks
-    fails_speed_gate: bool = False  # a gate that asks for speed (a minimum or a baseline) fails the pair
+    counts: bool = True  # False: shown, never ranked, in fast_p or a geomean
+    fails_gate: bool = False  # every gate fails the pair
+    fails_speed_gate: bool = False  # a gate asking for speed (a minimum or a baseline) fails the pair
 
 
 FLAGS = {f.name: f for f in (
@@ -76,31 +75,30 @@ FLAGS = {f.name: f for f in (
                                "kernel from a wrong one (problem_findings says how)", counts=False, fails_gate=True),
 )}
 
-# Flags that say how a correct verdict was reached: a failed verdict drops them (its reason is why it failed).
+# How a correct verdict was reached: a failed verdict drops them.
 PASSING_FLAGS = ("accurate_vs_fp64", "within_reference_error", "weights_copied")
 
 
 def flag(name: str) -> str:
-    """A flag's name, checked against FLAGS (a misspelt flag is a bug, not a finding)."""
+    """A flag's name, checked against FLAGS (ValueError: a bug)."""
     if name not in FLAGS:
         raise ValueError(f"unknown flag {name!r}")
     return name
 
 
 def speedup_counts(status, flags) -> bool:
-    """Does this pair's speedup count (ranked, in fast_p and geomeans, compared between runs)? Only a correct
-    candidate's, and only when no flag makes it no measurement."""
+    """Does the speedup count (ranked, fast_p, geomeans, compare): correct, and no flag with counts=False?"""
     return str(status) == Status.CORRECT.value and all(FLAGS[f].counts for f in flags if f in FLAGS)
 
 
 def not_counted_reason(flags) -> Optional[str]:
-    """The flags that keep a correct pair's speedup from counting, as a short phrase; None when it counts."""
+    """The flags that keep the speedup from counting, joined; None when it counts."""
     voiding = sorted(f for f in set(flags) if f in FLAGS and not FLAGS[f].counts)
     return ", ".join(voiding) or None
 
 
 def unranked_reason(result) -> Optional[str]:
-    """Why a correct pair with a speedup is not ranked (None when it is, or when it has no speedup)."""
+    """Why a correct pair's speedup is not ranked (None: ranked, or none)."""
     if result.status != Status.CORRECT or result.speedup is None or speedup_counts(result.status, result.flags):
         return None
     findings = "; ".join(getattr(result, "problem_findings", None) or [])
@@ -109,13 +107,7 @@ def unranked_reason(result) -> Optional[str]:
 
 def gate_failure(result, min_speedup: Optional[float] = None, baseline: Optional[dict] = None,
                  fail_on_skip: bool = False) -> Optional[str]:
-    """Why `result` fails a gate (None: it passes). A gate fails a pair that is not correct (a skipped one only with
-    fail_on_skip: it was not judged here), that carries a flag failing every gate (or one failing a gate that asks for
-    speed, when min_speedup or a baseline row asks), whose speedup's CI lies under min_speedup or straddles it, or that
-    got worse than its baseline row (got_worse; a row measured on something else is not_comparable and decides
-    nothing: gate.baseline_gaps lists it). The CI decides, not
-    the point estimate: a noisy pair whose whole CI clears the bar passes. A harness_error is the run's failure, not the
-    candidate's: None here."""
+    """Why `result` fails a gate, or None (harness_error; skipped without fail_on_skip). Its CI decides."""
     if result.status == Status.HARNESS_ERROR or (result.status == Status.SKIPPED and not fail_on_skip):
         return None
     if result.status != Status.CORRECT:
@@ -137,7 +129,7 @@ def gate_failure(result, min_speedup: Optional[float] = None, baseline: Optional
 
 
 def under_minimum(result, bar: float) -> Optional[str]:
-    """None when the speedup's whole CI clears the bar; else why not: under it, or straddling it (by how much)."""
+    """None when the whole CI clears the bar; else why not (under it, or straddling it)."""
     low, high = result.speedup_ci_low, result.speedup_ci_high
     if not (is_number(low) and is_number(high)):
         return f"no speedup was measured (minimum {bar:g})"
@@ -155,21 +147,21 @@ def under_minimum(result, bar: float) -> Optional[str]:
 
 
 def across(low: float, high: float, bar: float) -> bool:
-    """Does a speedup's CI hold a gate's bar (the gate cannot decide: more rounds may)? At the low end it clears it."""
+    """Does the CI hold the bar (undecided)? A low end at the bar clears it."""
     return low < bar <= high
 
 
-# What a speedup was measured on: two figures are compared only where all of these agree.
+# Two speedups are compared only where all of these agree.
 MEASURED_ON = ("gpu", "precision", "mode", "sizes")
 
 
 def sizes_text(overrides) -> str:
-    """A pair's --set sizes as a leaderboard shows them ('batch_size=32 dim=2048'; '' for the problem's own)."""
+    """A pair's --set sizes as a leaderboard shows them ('batch_size=32 dim=2048'; '' for none)."""
     return " ".join(f"{k}={v!r}" for k, v in sorted(overrides.items())) if isinstance(overrides, dict) else ""
 
 
 def measured_on(row) -> dict:
-    """What a Result or a leaderboard row (a dict) was measured on: GPU model, precision, mode and sizes."""
+    """What a Result or leaderboard row (dict) was measured on: MEASURED_ON's keys."""
     def get(key):
         value = field(row, key)
         return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
@@ -180,17 +172,14 @@ def measured_on(row) -> dict:
 
 
 def not_comparable(old, new) -> Optional[str]:
-    """'not comparable: ...' with what differs between what two figures were measured on; None when they agree."""
+    """'not comparable: ...' naming what differs in measured_on; None when all agree."""
     a, b = measured_on(old), measured_on(new)
     differ = [f"{key} {a[key]} vs {b[key]}" for key in MEASURED_ON if a[key] != b[key]]
     return "not comparable: " + "; ".join(differ) if differ else None
 
 
 def got_worse(old, new) -> Optional[str]:
-    """The one rule for a pair that got worse, for `compare` and for the gate against a baseline (old: a Result or a
-    leaderboard row, measured on the same: not_comparable): it was correct and is not, or it is newly flagged with a
-    flag that fails every gate, or its speedup's CI lies wholly under the old one (whatever flag made either noisy:
-    the CIs say it)."""
+    """How a comparable pair got worse (correct lost, a new gate-failing flag, a CI wholly under the old), or None."""
     old_status, new_status = (str(field(r, "status")) for r in (old, new))
     if old_status != Status.CORRECT.value or new_status != Status.CORRECT.value:
         if old_status == Status.CORRECT.value:
@@ -214,17 +203,14 @@ def field(row, key):
 
 
 def flag_list(flags) -> list:
-    """Flags as a list, from a Result's list or a leaderboard's ';'-joined column."""
+    """Flags as a list, from a list or a ';'-joined column."""
     if isinstance(flags, str):
         return [f for f in flags.split(";") if f]
     return list(flags) if isinstance(flags, (list, tuple)) else []
 
 
 def change_between(old, new) -> str:
-    """How one pair moved between two runs: new, gone, not comparable (measured on another GPU model, precision, mode
-    or sizes), status changed, unmeasured (a flag that makes a speedup no measurement at all: interference, a forged
-    timer), faster or slower (the CIs do not overlap, whatever flag made either noisy), or same. Whether it got worse
-    is got_worse's to say."""
+    """How a pair moved between runs, in words (whether it got worse: got_worse)."""
     if old is None or new is None:
         return "new" if old is None else "gone"
     gap = not_comparable(old, new)

@@ -1,1 +1,1 @@
-"""A worker's process (the candidate's, untrusted; or the reference's): imports its model, runs and times it."""
+"""The worker process: imports, runs and times a model."""
