@@ -1,11 +1,5 @@
-"""The judge <-> worker channel: tensors cross as shared memory (CPU) or CUDA IPC handles, never as bytes.
-
-Messages are pickled with torch's multiprocessing reductions. The judge unpickles the worker's replies
-with an allow-list, so a reply can never make the judge import candidate code (a Tensor subclass, say).
-
-A reply is plain data on the wire, ("ok", payload) or ("error", status, message), made by `ok` and `failed`
-in the worker and read by `parse_reply` in the judge into Ok or Failed: the one place its format is known.
-"""
+"""The judge <-> worker channel: tensors cross as shared memory or CUDA IPC handles, never as bytes; replies are
+unpickled from an allow-list (no candidate code is imported)."""
 from __future__ import annotations
 
 import io
@@ -18,11 +12,11 @@ from multiprocessing.connection import Client, Connection, Listener
 from typing import Any, Union
 
 import torch
-import torch.multiprocessing  # noqa: F401  (registers the tensor reductions with ForkingPickler)
+import torch.multiprocessing  # noqa: F401  (tensor reductions)
 
 from harness.common.verdict import WORKER_STATUSES, Status
 
-# CPU tensors travel as named shared-memory files: no file descriptors to pass between unrelated processes.
+# CPU tensors as named shared-memory files: no descriptors to pass.
 torch.multiprocessing.set_sharing_strategy("file_system")
 
 _ALLOWED = {
@@ -37,8 +31,8 @@ _ALLOWED = {
 }
 
 
-MAX_REPLY_BYTES = 64 << 20  # replies carry tensors as handles: a few KB; more is a worker gone wrong
-MAX_INT_BITS = 63  # a count, a batch, a size: a wider integer is forged (Python cannot even print one of 10**4300)
+MAX_REPLY_BYTES = 64 << 20  # tensors cross as handles: a reply is a few KB
+MAX_INT_BITS = 63  # a wider integer is forged (Python cannot even print 10**4300)
 
 
 class OversizedReply(OSError):
@@ -71,10 +65,9 @@ def connect(address: str, authkey: bytes) -> Connection:
 
 
 def bound_stalls(conn: Connection, seconds: float) -> None:
-    """A read or write on this connection that makes no progress for `seconds` raises BlockingIOError
-    (SO_RCVTIMEO, SO_SNDTIMEO): a peer that sends half a message, or stops reading, cannot hang us."""
+    """Make a read or write on `conn` stalled `seconds` raise BlockingIOError (no peer can hang us)."""
     value = struct.pack("ll", int(seconds), int((seconds % 1) * 1e6))
-    sock = socket.socket(fileno=os.dup(conn.fileno()))  # the same socket, through a descriptor of our own
+    sock = socket.socket(fileno=os.dup(conn.fileno()))  # our own descriptor of the same socket
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
@@ -83,7 +76,7 @@ def bound_stalls(conn: Connection, seconds: float) -> None:
 
 
 def recv_restricted(conn: Connection):
-    """Receive one reply from an untrusted peer (at most MAX_REPLY_BYTES)."""
+    """One reply from an untrusted peer (at most MAX_REPLY_BYTES)."""
     try:
         data = conn.recv_bytes(MAX_REPLY_BYTES)
     except OSError as exc:
@@ -96,14 +89,14 @@ def recv_restricted(conn: Connection):
 
 @dataclass(frozen=True)
 class Ok:
-    """A request done; its payload (a dict, a list of numbers, tensors)."""
+    """A request done, and its payload."""
 
     payload: Any
 
 
 @dataclass(frozen=True)
 class Failed:
-    """A request failed in the candidate's code: one of the statuses a worker may report, and why."""
+    """A request failed in the candidate's code: a status, and why."""
 
     status: Status
     message: str
@@ -113,7 +106,7 @@ Reply = Union[Ok, Failed]
 
 
 class MalformedReply(ValueError):
-    """A reply that is neither ("ok", payload) nor ("error", a worker status, message)."""
+    """Neither ("ok", payload) nor ("error", a worker status, message)."""
 
 
 def ok(payload: Any = None) -> tuple:
@@ -122,15 +115,13 @@ def ok(payload: Any = None) -> tuple:
 
 
 def failed(status: str, message: str) -> tuple:
-    """The wire form of a failed request; `status` is one of WORKER_STATUSES."""
+    """The wire form of a failed request (`status` in WORKER_STATUSES)."""
     assert status in WORKER_STATUSES, status
     return ("error", status, message)
 
 
 def parse_reply(reply) -> Reply:
-    """Ok or Failed from a reply's wire form. The worker is untrusted: an error may only claim a status a
-    worker can report (never `correct`), with a message; no integer in it may be wider than MAX_INT_BITS (one that
-    reached the judge's record would stop it writing the record); anything else is malformed."""
+    """Ok or Failed from an untrusted reply; MalformedReply for anything a worker may not send."""
     if not narrow_ints(reply):
         raise MalformedReply(f"malformed reply from the worker: an integer wider than {MAX_INT_BITS} bits")
     if isinstance(reply, tuple) and len(reply) == 2 and reply[0] == "ok":
@@ -142,7 +133,7 @@ def parse_reply(reply) -> Reply:
 
 
 def narrow_ints(value) -> bool:
-    """No integer in a reply's lists, tuples and dicts wider than MAX_INT_BITS (tensors are not looked into)."""
+    """No integer in the reply wider than MAX_INT_BITS."""
     if isinstance(value, int):
         return value.bit_length() <= MAX_INT_BITS
     if isinstance(value, (list, tuple)):

@@ -1,19 +1,19 @@
-"""GPU clocks and throttle reasons through NVML (nvidia-ml-py), read only: the GPU's settings are never changed."""
+"""GPU clocks and throttle reasons, read through NVML; the GPU's settings are never changed."""
 from __future__ import annotations
 
 import os
 import sys
 from typing import Any, Optional
 
-THROTTLE_DROP = 0.9  # SM clock falling below 90% of its highest reading during a pair is throttling
+THROTTLE_DROP = 0.9  # below 90% of the highest SM clock is throttling
 
 
 class ClockMonitor:
-    """Samples SM and memory clocks and the throttle-reason mask of one GPU; a no-op where NVML is missing."""
+    """Samples one GPU's SM and memory clocks and throttle reasons (a no-op without NVML)."""
 
     def __init__(self, device_index: int):
         self.handle: Any = None
-        self.nvml: Any = None  # the pynvml module, where it imports
+        self.nvml: Any = None
         self.sm: list[int] = []
         self.mem: list[int] = []
         self.reasons = 0
@@ -23,7 +23,7 @@ class ClockMonitor:
             pynvml.nvmlInit()
             self.nvml = pynvml
             self.handle = nvml_handle(pynvml, device_index)
-        except Exception:  # no driver, no package, no permission: clocks are simply unknown
+        except Exception:  # no NVML: clocks unknown
             self.handle = None
 
     def sample(self) -> None:
@@ -38,7 +38,7 @@ class ClockMonitor:
             self.handle = None
 
     def summary(self) -> Optional[dict]:
-        """Min and max of each clock (MHz) and the names of every throttle reason seen; None if unknown."""
+        """Each clock's min and max (MHz) and the throttle reasons seen; None if unknown."""
         if not self.sm:
             return None
         return {"sm_mhz": [min(self.sm), max(self.sm)], "mem_mhz": [min(self.mem), max(self.mem)],
@@ -50,20 +50,18 @@ class ClockMonitor:
 
 
 def nvml_handle(pynvml, torch_index: int):
-    """NVML's handle of torch's GPU `torch_index` (NVML counts every GPU, in PCI order; torch those that
-    CUDA_VISIBLE_DEVICES lets through, by index or by UUID, in CUDA_DEVICE_ORDER): found by its UUID where this process
-    has CUDA started, else by nvml_index."""
+    """NVML's handle of torch's GPU: by UUID where CUDA is started here, else by nvml_index."""
     uuid = torch_uuid(torch_index)
     if uuid is not None:
         try:
             return pynvml.nvmlDeviceGetHandleByUUID(uuid)
-        except Exception:  # a MIG device, an older nvidia-ml-py: by index, as before
+        except Exception:  # a MIG device, an older nvidia-ml-py
             pass
     return pynvml.nvmlDeviceGetHandleByIndex(nvml_index(torch_index))
 
 
 def machine_gpus(fallback: int) -> int:
-    """How many GPUs the machine has (NVML's count, whatever CUDA_VISIBLE_DEVICES lets this run see); else fallback."""
+    """The machine's GPU count by NVML (not CUDA_VISIBLE_DEVICES's), else `fallback`."""
     try:
         import pynvml
 
@@ -74,7 +72,7 @@ def machine_gpus(fallback: int) -> int:
 
 
 def physical_index(torch_index: int) -> int:
-    """NVML's index of torch's GPU `torch_index` (one CPU per physical GPU: procs.cpu_for_gpu)."""
+    """NVML's index of torch's GPU `torch_index`."""
     try:
         import pynvml
 
@@ -85,8 +83,7 @@ def physical_index(torch_index: int) -> int:
 
 
 def torch_uuid(torch_index: int) -> Optional[str]:
-    """The UUID of torch's GPU `torch_index` as NVML writes it (GPU-...), where torch has started CUDA in this process
-    (asking would start it, which a judge started ahead must not); else None."""
+    """NVML's UUID of torch's GPU where CUDA is started here (asking would start it), else None."""
     torch = sys.modules.get("torch")
     try:
         if torch is None or not torch.cuda.is_initialized():
@@ -98,8 +95,7 @@ def torch_uuid(torch_index: int) -> Optional[str]:
 
 
 def nvml_index(torch_index: int) -> int:
-    """NVML counts every GPU; torch counts those CUDA_VISIBLE_DEVICES lets through (by index: UUIDs cannot be told
-    here, so torch's index is taken)."""
+    """NVML's index of torch's GPU through CUDA_VISIBLE_DEVICES (by index; else torch's own)."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
     ids = [v.strip() for v in visible.split(",") if v.strip()]
     if ids and all(v.isdigit() for v in ids) and torch_index < len(ids):
@@ -108,7 +104,7 @@ def nvml_index(torch_index: int) -> int:
 
 
 def reason_names(nvml, mask: int) -> list:
-    """The NVML clock-event reason constants set in a mask, named without their prefix."""
+    """The names of the clock-event reasons set in `mask`."""
     names = []
     for attr in dir(nvml):
         if attr.startswith("nvmlClocksEventReason") and attr not in ("nvmlClocksEventReasonAll",
@@ -120,8 +116,7 @@ def reason_names(nvml, mask: int) -> list:
 
 
 def gpu_memory_of_groups(device_index: int, groups: list) -> Optional[list]:
-    """GPU memory (bytes) held on one GPU by the processes of each process group in `groups` (NVML's
-    per-process figures), or None where NVML cannot say (no driver, no package, a PID namespace)."""
+    """GPU bytes held by each process group in `groups`, per NVML; None where it cannot say."""
     try:
         import pynvml
 
@@ -138,4 +133,4 @@ def gpu_memory_of_groups(device_index: int, groups: list) -> Optional[list]:
             continue
         if group in groups and process.usedGpuMemory is not None:
             held[groups.index(group)] += process.usedGpuMemory
-    return held if any(held) else None  # no process found: NVML sees other PIDs than ours
+    return held if any(held) else None  # NVML sees other PIDs than ours

@@ -1,4 +1,4 @@
-"""Run configuration: configs/default.yaml < --config FILE < command-line flags, validated."""
+"""Run configuration: configs/default.yaml < --config FILE < flags, validated."""
 from __future__ import annotations
 
 import copy
@@ -13,31 +13,30 @@ import yaml
 
 from harness.common.errors import UserError
 
-# The modules' mode (harness.common.semantics): `constructed` leaves them as __init__ does (KernelBench's), `eval` puts
-# both in eval mode with random BatchNorm statistics.
+# `constructed`: as __init__ leaves them (KernelBench's); `eval`: eval mode, random BatchNorm statistics.
 MODES = ("constructed", "eval")
 
 DEFAULT_PATH = Path(__file__).resolve().parents[2] / "configs" / "default.yaml"
 DTYPES = ("float32", "float16", "bfloat16", "float64")
-# Keys that say where files go, not what is measured: left out of the config hash.
+# Where files go, not what is measured: not hashed.
 UNHASHED = ("results_dir", "build_cache_dir", "peaks_cache_dir", "output_limit_bytes")
 
 
 class ConfigError(UserError):
-    """A bad configuration: the CLI prints it and exits 2."""
+    """A bad configuration; the CLI exits 2."""
 
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    """The run's settings, validated once (build_config). What each means, and its default: configs/default.yaml."""
+    """The run's settings, validated once; their meanings and defaults: configs/default.yaml."""
 
-    device: str  # where to run
+    device: str
     timeout: float  # seconds per worker request
     compile_timeout: int
     start_timeout: int
     kill_grace_s: int
-    trials: int  # correctness: trials on get_inputs() ...
-    wide_trials: int  # ... and on wider inputs
+    trials: int
+    wide_trials: int
     wide_input_scale: float
     init_seed: int
     mode: str  # MODES
@@ -49,7 +48,7 @@ class Config:
     truth_accuracy_factor: float
     reduced_precision_ratio: float
     compare_chunk_elems: int
-    warmup: int  # timing
+    warmup: int
     min_rounds: int
     max_rounds: int
     target_ci_pct: float
@@ -75,24 +74,24 @@ class Config:
     replace_pad_mb: int
     excessive_speedup: float
     output_limit_bytes: int
-    build_cache_dir: str  # builds
+    build_cache_dir: str
     prebuild: str
     build_workers: int
-    judges_ahead: int  # judge processes
+    judges_ahead: int
     peaks_cache_dir: str
     results_dir: str
 
     @property
     def total_trials(self) -> int:
-        """Correctness trials in all, ordinary and wide."""
+        """Ordinary and wide correctness trials."""
         return self.trials + self.wide_trials
 
     def replace(self, **changes) -> "Config":
-        """A copy with some settings changed (not validated again: for the harness's own variations and tests)."""
+        """A copy with some settings changed, not validated again."""
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        """As JSON carries it (to a judge, a build process, the run's meta.json)."""
+        """As JSON carries it."""
         return dataclasses.asdict(self)
 
     @classmethod
@@ -102,12 +101,12 @@ class Config:
 
 
 def load_defaults() -> dict[str, Any]:
-    """The defaults, read from configs/default.yaml (the file that documents them)."""
+    """The defaults, from configs/default.yaml."""
     return read_yaml(DEFAULT_PATH)
 
 
 def read_yaml(path: Path) -> dict[str, Any]:
-    """Parse a YAML mapping, turning every failure into a ConfigError."""
+    """A YAML mapping; any failure a ConfigError."""
     try:
         data = yaml.safe_load(Path(path).read_text())
     except FileNotFoundError:
@@ -122,7 +121,7 @@ def read_yaml(path: Path) -> dict[str, Any]:
 
 
 def build_config(config_file: Optional[str] = None, overrides: Optional[dict] = None) -> Config:
-    """Merge defaults, an optional YAML file and CLI overrides; validate the result."""
+    """Defaults < a YAML file < CLI overrides, validated."""
     config = load_defaults()
     layers = []
     if config_file:
@@ -142,7 +141,7 @@ PRECISIONS = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}  # --pre
 
 
 def suggest(word: str, choices) -> str:
-    """'Did you mean ...?' for a misspelt name, or the list of valid names."""
+    """'Did you mean ...?', or the valid names."""
     import difflib
 
     close = difflib.get_close_matches(word, list(choices), n=1)
@@ -152,7 +151,7 @@ def suggest(word: str, choices) -> str:
 
 
 def validate_value(key: str, value: Any, default: Any, origin: str) -> Any:
-    """Check one value against the type of its default and the key's own rule."""
+    """One value checked against its default's type and its key's rule."""
     if key == "tolerances":
         return validate_tolerances(value, default, origin)
     if key == "problem_tolerances":
@@ -183,7 +182,7 @@ def validate_device(value: Any, origin: str) -> str:
 
 
 def validate_tolerance_pair(where: str, pair: Any, origin: str) -> dict[str, float]:
-    """One {atol, rtol} mapping of non-negative numbers."""
+    """One {atol, rtol} of non-negative numbers."""
     if not isinstance(pair, dict) or set(pair) - {"atol", "rtol"}:
         raise ConfigError(f"Bad tolerance for {where} in {origin}: {pair!r} (expected {{atol: X, rtol: Y}})")
     out = {}
@@ -195,7 +194,7 @@ def validate_tolerance_pair(where: str, pair: Any, origin: str) -> dict[str, flo
 
 
 def validate_tolerances(value: Any, default: dict, origin: str) -> dict:
-    """Per-dtype tolerances; a partial mapping updates the defaults."""
+    """Per-dtype tolerances, merged into the defaults."""
     if not isinstance(value, dict):
         raise ConfigError(f"Bad value for 'tolerances' in {origin}: expected a mapping of dtype to {{atol, rtol}}")
     merged = copy.deepcopy(default)
@@ -207,14 +206,14 @@ def validate_tolerances(value: Any, default: dict, origin: str) -> dict:
 
 
 def validate_problem_tolerances(value: Any, origin: str) -> dict:
-    """Per-problem {atol, rtol} overrides keyed by problem name."""
+    """Per-problem {atol, rtol} overrides."""
     if not isinstance(value, dict):
         raise ConfigError(f"Bad value for 'problem_tolerances' in {origin}: expected a mapping")
     return {str(name): validate_tolerance_pair(f"problem {name}", pair, origin) for name, pair in value.items()}
 
 
 def validate_gpu_resolution(value: Any, origin: str) -> dict:
-    """{part of a GPU's name: a resolution in percent, at least 0 and under 10}."""
+    """{part of a GPU's name: percent in [0, 10)}."""
     if not isinstance(value, dict):
         raise ConfigError(f"Bad value for 'gpu_resolution_pct' in {origin}: expected a mapping of GPU name to percent")
     out = {}
@@ -259,14 +258,14 @@ def check_relations(config: Config) -> None:
 
 
 def tolerance_for(config: Config, problem: str, dtype: str) -> dict[str, float]:
-    """The tolerance for one problem and output dtype: a per-problem override wins."""
+    """One problem's tolerance for an output dtype (its own override wins)."""
     if problem in config.problem_tolerances:
         return {**config.tolerances.get(dtype, config.tolerances["float32"]), **config.problem_tolerances[problem]}
     return config.tolerances.get(dtype, config.tolerances["float32"])
 
 
 def config_hash(config: Config) -> str:
-    """A short hash of everything in the config that can change a result."""
+    """A short hash of every setting that can change a result."""
     relevant = {k: v for k, v in config.to_dict().items() if k not in UNHASHED}
     blob = json.dumps(relevant, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]

@@ -1,6 +1,5 @@
-"""A device as a run names it ("cpu", "cuda", "cuda:N"): the one place its string is read, and parsed (torch_device).
-Imports nothing at its top (the runner uses it without torch). environment.resolve_device turns what the user asked for
-into one of these."""
+"""A device as a run names it ("cpu", "cuda", "cuda:N"), read in one place; no imports at its top (the runner
+has no torch)."""
 from __future__ import annotations
 
 
@@ -15,8 +14,7 @@ def gpu_index(device: str) -> int:
 
 
 def torch_device(device: str):
-    """The torch.device that the judge and the workers work on: always indexed (torch.cuda.set_device and NVML need
-    an index; a bare "cuda" is the current GPU)."""
+    """The device as an indexed torch.device (set_device and NVML need an index)."""
     import torch
 
     parsed = torch.device(device)

@@ -1,6 +1,4 @@
-"""The one kind of error a user makes (a bad flag, path, config or baseline): the CLI prints it as one line
-and exits 2. Discovery and the config raise their own subclass (DiscoveryError, ConfigError), the CLI's own flag
-checks UserError itself; only `cli.main` catches them."""
+"""The error a user makes: `cli.main` prints it as one line and exits 2."""
 
 
 class UserError(ValueError):

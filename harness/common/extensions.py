@@ -1,5 +1,4 @@
-"""A candidate's extension builds, as the judge and the build stage both see them: where they go, and the gist of a
-failed one."""
+"""A candidate's extension builds: where they go, and the gist of a failed one."""
 from __future__ import annotations
 
 import os
@@ -10,7 +9,7 @@ BUILD_FAILURE = re.compile(r"Error building extension '[^']*'")
 
 
 def candidate_build_env(build_dir: str) -> dict:
-    """Where a candidate's builds go: torch extensions, and Triton's cache kept per candidate too."""
+    """Where a candidate's torch extensions and Triton cache go."""
     return {"TORCH_EXTENSIONS_DIR": build_dir, "TRITON_CACHE_DIR": os.path.join(build_dir, "triton")}
 
 
@@ -22,8 +21,7 @@ def first_compiler_error(log: str) -> str:
 
 
 def build_failure(message: str, log: str) -> Optional[str]:
-    """torch's "Error building extension 'x'" message (which quotes the whole build log) cut to its gist, the
-    first compiler error in it or in the worker's `log`; None when the message is no failed build."""
+    """A failed build's message cut to its first compiler error (or `log`'s); None if none failed."""
     found = BUILD_FAILURE.search(message)
     if not found:
         return None

@@ -10,11 +10,11 @@ from typing import Any, Optional
 
 
 def override_constants(tree: ast.Module, overrides: dict[str, Any]) -> None:
-    """Replace the value of top-level `NAME = ...` for each overridden NAME, in place."""
+    """Replace each overridden top-level `NAME = ...`'s value, in place."""
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             name = node.targets[0].id
-            if name in overrides:  # a tuple arrives as a list once it has crossed JSON (the judge's job)
+            if name in overrides:  # a tuple arrives as a list once it has crossed JSON
                 value = tuple(overrides[name]) if isinstance(overrides[name], list) else overrides[name]
                 node.value = ast.copy_location(ast.Constant(value) if not isinstance(value, tuple)
                                                else ast.parse(repr(value), mode="eval").body, node.value)
@@ -23,9 +23,7 @@ def override_constants(tree: ast.Module, overrides: dict[str, Any]) -> None:
 
 def load_module(source: str, path: Path | str, module_name: str, overrides: Optional[dict] = None,
                 problem: Optional[tuple[str, Path | str]] = None) -> types.ModuleType:
-    """Execute `source` as module `module_name` (registered in sys.modules) and return it. With `problem` (its source
-    and path), the problem file runs first in the same namespace, as KernelBench's eval execs both into one dict: a
-    candidate may use the problem's imports and module constants."""
+    """`source` run as module `module_name`, after `problem` (source, path) in one namespace as KernelBench's eval."""
     module = types.ModuleType(module_name)
     module.__file__ = str(path)
     sys.modules[module_name] = module  # dataclasses and pickling look modules up by name
@@ -35,17 +33,15 @@ def load_module(source: str, path: Path | str, module_name: str, overrides: Opti
     except BaseException:
         sys.modules.pop(module_name, None)
         raise
-    # (The problem file ran with the candidate's __file__, KernelBench's exec with none; a problem that sets it is
-    # overruled.)
+    # a problem that sets __file__ is overruled
     module.__file__ = str(path)
     return module
 
 
 def compiled(source: str, path: Path | str, overrides: dict):
-    """`source` with its constants overridden, compiled; its lines registered for inspect."""
+    """`source` with its constants overridden, compiled, its lines registered for inspect."""
     tree = ast.parse(source, filename=str(path))
     override_constants(tree, overrides)
-    # inspect finds the source through linecache, also where `path` is relative to another folder or is a
-    # .md answer the code was extracted from: Triton's @jit reads its kernels' source this way.
+    # Triton's @jit reads the source through linecache, whatever `path` is.
     linecache.cache[str(path)] = (len(source), None, source.splitlines(True), str(path))
     return compile(tree, str(path), "exec")

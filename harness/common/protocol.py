@@ -1,9 +1,5 @@
-"""The runner <-> judge wire: the one place its messages are defined, written and read (channel.py is the judge <->
-worker one). One message a line. The runner writes to the judge's stdin: Start, then Warm (a judge started ahead may
-start CUDA), then Job, then Go at a gated pair's timing, or End (the run needs this judge no more). The judge writes to
-its report pipe: ReadyToWarm, Warmed, Workers, a Stage as each begins, Footprint once it has sized a GPU pair, and last
-Outcome (its Result).
-"""
+"""The runner <-> judge wire, one message a line, defined, written and read here. Runner to judge (stdin): Start,
+Warm, Job, Go or End; judge to runner (its report pipe): ReadyToWarm, Warmed, Workers, Stage, Footprint, Outcome."""
 from __future__ import annotations
 
 import dataclasses
@@ -16,7 +12,7 @@ from harness.common.config import Config
 
 @dataclass(frozen=True)
 class Start:
-    """The run's config; the GPU to warm up on when told (a judge started ahead); when the runner started it."""
+    """The run's config, the GPU to warm up on, and when the runner started the judge."""
     config: Config
     warm_device: str | None
     started_at: float
@@ -24,12 +20,12 @@ class Start:
 
 @dataclass(frozen=True)
 class Warm:
-    """Start CUDA and the profiler now: no pair on this GPU is being timed."""
+    """Start CUDA now: no pair on this GPU is being timed."""
 
 
 @dataclass(frozen=True)
 class PairJob:
-    """One pair as a judge is given it: what to load, where to build and log, the run's secret and config."""
+    """One pair as a judge is given it."""
     problem: str
     problem_path: str
     solution: str
@@ -38,14 +34,14 @@ class PairJob:
     overrides: dict
     device: str
     config: Config
-    secret: int  # seeds the trials (inputs.trial_seed); never on disk
+    secret: int  # seeds the trials; never on disk
     log_path: str  # the candidate's worker's output
     build_dir: str
     peaks_dir: str
-    min_speedup: float | None = None  # the gate's bar, for more rounds where the CI straddles it
-    flops: int | None = None  # counted by an earlier judge of this run on this problem
+    min_speedup: float | None = None  # the gate's bar
+    flops: int | None = None  # by an earlier judge of this run
     tf32_flops: int | None = None
-    block: int = 1  # blocks.py: 1, or a block confirming the first on fresh workers
+    block: int = 1  # > 1: a confirmation block (blocks.py)
 
     def to_dict(self) -> dict:
         return {**{f.name: getattr(self, f.name) for f in dataclasses.fields(self)}, "config": self.config.to_dict()}
@@ -57,7 +53,7 @@ class PairJob:
 
 @dataclass(frozen=True)
 class Job:
-    """The pair to judge, when it was sent, and whether the judge waits for Go before its timing."""
+    """The pair, when it was sent, and whether it waits for Go to time."""
     job: PairJob
     sent_at: float
     gated: bool
@@ -75,7 +71,7 @@ class End:
 
 @dataclass(frozen=True)
 class ReadyToWarm:
-    """A judge started ahead is done with its CPU start-up and waits for Warm."""
+    """A judge started ahead waits for Warm."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +81,7 @@ class Warmed:
 
 @dataclass(frozen=True)
 class Workers:
-    """Its workers' PIDs (each leads its own process group)."""
+    """Its workers' PIDs (each a process group's leader)."""
     pids: list
 
 
@@ -97,8 +93,7 @@ class Stage:
 
 @dataclass(frozen=True)
 class Footprint:
-    """What a GPU pair needs (footprint.pair_need) and whether that crowds the GPU (footprint.crowds_the_gpu): then
-    no judge ahead may hold CUDA contexts beside it."""
+    """A GPU pair's need, and whether it crowds the GPU (no judge ahead may then hold CUDA)."""
     need_mb: int
     device_mb: int
     crowded: bool
@@ -106,7 +101,7 @@ class Footprint:
 
 @dataclass(frozen=True)
 class Outcome:
-    """The pair's Result, as records.Result.to_dict() writes it."""
+    """The pair's Result.to_dict()."""
     result: dict
 
 
@@ -130,18 +125,18 @@ def encode(message) -> str:
 
 
 KEYS = {Outcome: "result", ReadyToWarm: "ready_to_warm", Warmed: "warmed", Stage: "stage", Workers: "workers",
-        Footprint: "footprint", Warm: "warm"}  # (in the order a line is recognised)
+        Footprint: "footprint", Warm: "warm"}  # in the order a line is recognised
 FIELDS = {Workers: "pids", Stage: "name", Outcome: "result"}
 
 
 def from_runner(line: str):
-    """A line the judge read on its stdin, as a message; ValueError for anything else."""
+    """A judge's stdin line as a message; ValueError for anything else."""
     if not line.strip():
         return End()
     if line.strip() == "go":
         return Go()
     fields = json_object(line)
-    if "sent_at" in fields:  # (a job carries the config too)
+    if "sent_at" in fields:  # a Job (Start carries a config too)
         job = PairJob.from_dict({k: v for k, v in fields.items() if k not in ("sent_at", "gated")})
         return Job(job, fields["sent_at"], bool(fields.get("gated")))
     if "started_at" in fields:
@@ -152,13 +147,12 @@ def from_runner(line: str):
 
 
 def next_from_runner():
-    """The runner's next message on this judge's stdin (End when it closed it)."""
+    """The runner's next message (End when stdin closed)."""
     return from_runner(sys.stdin.readline())
 
 
 def from_judge(line: str):
-    """A line the runner read from a judge, as a message; None for a JSON object that is none (ignored); ValueError
-    for a line that is no JSON object."""
+    """A judge's line as a message; None for another JSON object; ValueError for none."""
     fields = json_object(line)
     for kind, key in KEYS.items():
         if key in fields and kind is not Warm:

@@ -1,5 +1,4 @@
-"""The result schema: the one Result written per (problem, solution) pair, and its version (statuses and flags:
-harness.common.verdict)."""
+"""The result schema: the one Result written per (problem, solution) pair, and its version."""
 from __future__ import annotations
 
 import dataclasses
@@ -11,36 +10,34 @@ from harness.common import store
 from harness.common.errors import UserError
 from harness.common.verdict import Status
 
-SCHEMA_VERSION = 1  # of results.jsonl records and leaderboard rows; readers refuse versions they do not know
+SCHEMA_VERSION = 1  # readers refuse versions they do not know
 
 
 class SchemaError(UserError):
-    """Results written in a schema version this harness does not read."""
+    """Results of a schema version this harness does not read."""
 
 
 def check_schema_version(version: Any, where: str) -> None:
-    """Refuse a record of a schema version other than ours (a newer harness wrote it, or it is no record)."""
+    """Refuse a record of a schema version other than ours."""
     if version != SCHEMA_VERSION:
         raise SchemaError(f"{where}: schema_version {version!r}; this harness reads version {SCHEMA_VERSION} "
                           f"(results written by another version of the harness: read them with that version)")
 
 
-CSV = ("csv",)  # shown in speedups.csv (and the leaderboard, where boards.LEADERBOARD_ORDER names it)
+CSV = ("csv",)  # shown in speedups.csv (and where boards.LEADERBOARD_ORDER names it)
 
 
 def column(doc: str, default: Any = dataclasses.MISSING, *, factory: Any = dataclasses.MISSING,
            shown_in: tuple = ()) -> Any:
-    """A Result field with what it means (docs/results.md is made from these: fields_table) and the tables that show
-    it as a column of its own name ("csv": speedups.csv, in declaration order)."""
+    """A Result field with its meaning (docs/results.md) and the tables showing it as a column."""
     return field(default=default, default_factory=factory,  # type: ignore[call-overload]  # one of the two is MISSING
                  metadata={"doc": doc, "shown_in": shown_in})
 
 
 @dataclass
 class Result:
-    """One line of results.jsonl. Every field is declared here once, with its meaning: the README's contract fields
-    come first, in speedups.csv's order. Adding a column: a field here (and, for the leaderboard, its name in
-    boards.LEADERBOARD_ORDER); its producer sets it."""
+    """One line of results.jsonl, each field declared once, contract fields first. A new column: a field here (and its
+    name in boards.LEADERBOARD_ORDER)."""
 
     problem: str = column("problem name (file stem)", shown_in=CSV)
     solution: str = column("candidate name (file stem)", shown_in=CSV)
@@ -163,20 +160,20 @@ class Result:
         self.status = Status(self.status)  # a str from JSON; an unknown one is a ValueError
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON-ready form, with flags sorted for stable output."""
+        """The JSON-ready form, flags sorted."""
         data = dataclasses.asdict(self)
         data["status"], data["flags"] = self.status.value, sorted(set(self.flags))
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Result":
-        """Build a Result from a JSON object of this schema version, ignoring fields this version does not know."""
+        """A Result from JSON, ignoring unknown fields."""
         known = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
 
 
 def shown_in(table: str) -> list[str]:
-    """The Result fields a table shows as columns of their own name, in declaration order."""
+    """The fields a table shows as columns, in declaration order."""
     return [f.name for f in dataclasses.fields(Result) if table in f.metadata["shown_in"]]
 
 
@@ -186,19 +183,18 @@ def meaning(name: str) -> str:
 
 
 def fields_table() -> str:
-    """docs/results.md's table of the fields of results.jsonl, made from Result."""
+    """docs/results.md's table of Result's fields."""
     return meanings_table("field", [(f.name, f.metadata["doc"]) for f in dataclasses.fields(Result)])
 
 
 def meanings_table(heading: str, meanings: list) -> str:
-    """A markdown table of (name, meaning) rows, as the docs show columns and fields."""
+    """A markdown table of (name, meaning) rows."""
     rows = [f"| `{name}` | {text.replace('|', chr(92) + '|')} |" for name, text in meanings]
     return "\n".join([f"| {heading} | meaning |", "|---|---|", *rows]) + "\n"
 
 
 def read_results(path: Path) -> tuple[list[Result], int]:
-    """A results.jsonl as Results (every record of it, in order) and the count of torn or unreadable lines;
-    a record of another schema version, or with a status this version does not know, is a SchemaError."""
+    """A results.jsonl's Results and torn-line count; SchemaError for another schema."""
     records, torn = store.read_jsonl(path)
     results = []
     for number, record in enumerate(records, 1):
@@ -211,13 +207,12 @@ def read_results(path: Path) -> tuple[list[Result], int]:
 
 
 def failure(problem: str, solution: str, status: Status, error: str, **extra: Any) -> Result:
-    """A Result for a pair that did not get as far as a verdict on its numbers."""
+    """A Result for a pair that got no verdict on its numbers."""
     return Result(problem=problem, solution=solution, status=status, error=one_line(error), **extra)
 
 
 def one_line(text: Optional[str], limit: int = 500) -> Optional[str]:
-    """Squash a message to a single bounded line for tables and JSONL; a longer one is cut at a word's end (within the
-    last fifth of the limit) and ends in '...'."""
+    """A message squashed to one line of at most `limit` characters, cut near a word's end."""
     if text is None:
         return None
     flat = " ".join(str(text).split())

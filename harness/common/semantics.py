@@ -1,6 +1,4 @@
-"""KernelBench's reference semantics, in one home for the judge, both workers and the lint: how a model is built
-(the same seed before each construction, on the default device, then moved; the mode it was constructed in) and how
-a call is made (no_grad, the same RNG seed before each side's call). README: "Reference semantics"."""
+"""KernelBench's reference semantics for the judge, workers and lint: how a model is built and called (README)."""
 from __future__ import annotations
 
 import contextlib
@@ -11,8 +9,7 @@ import torch
 
 def build_model(cls, init_args: list, seed: int, device: torch.device, mode: str = "constructed",  # config.MODES
                 dtype: Optional[torch.dtype] = None):
-    """cls(*init_args) under `seed`, built on the default device (the CPU) and then moved, as KernelBench builds
-    both models: the candidate keeps whatever its own __init__ made (it may transform its weights there)."""
+    """cls(*init_args) under `seed`, built on the CPU then moved (KernelBench's way)."""
     torch.manual_seed(seed)
     with random_norm_statistics(mode == "eval"):
         model = cls(*init_args)
@@ -26,8 +23,7 @@ def build_model(cls, init_args: list, seed: int, device: torch.device, mode: str
 
 
 def call(model, inputs: list, seed: Optional[int] = None):
-    """One forward call without autograd; with a seed, the RNG is seeded first, so that a model that draws random
-    numbers (Dropout in training mode) draws the same ones on both sides."""
+    """One forward without autograd, the RNG seeded with `seed` first (Dropout draws alike)."""
     if seed is not None:
         torch.manual_seed(seed)
     with torch.no_grad():
@@ -35,7 +31,7 @@ def call(model, inputs: list, seed: Optional[int] = None):
 
 
 class RandomDraws:
-    """Seeds the RNG, then tells whether the code run inside drew random numbers (the generators' states moved)."""
+    """Seeds the RNG, then tells whether the code inside drew from it."""
 
     def __init__(self, device: torch.device, seed: Optional[int]):
         self.device, self.seed, self.drawn = device, seed, False
@@ -51,7 +47,7 @@ class RandomDraws:
 
 
 def rng_states(device: torch.device) -> list:
-    """The CPU generator's state, and the device's when it is a GPU."""
+    """The CPU's and the GPU's generator states."""
     states = [torch.get_rng_state()]
     if device.type == "cuda":
         states.append(torch.cuda.get_rng_state(device))
@@ -60,9 +56,7 @@ def rng_states(device: torch.device) -> list:
 
 @contextlib.contextmanager
 def random_norm_statistics(on: bool):
-    """While on, every BatchNorm (and InstanceNorm) constructed draws its running statistics and affine parameters
-    from the global RNG, in construction order, so that both sides draw the same ones: mean and bias ~ N(0, 0.5^2),
-    variance and weight ~ U(0.5, 1.5)."""
+    """While on, norm layers draw their statistics and affine parameters from the RNG as built."""
     if not on:
         yield
         return
@@ -78,7 +72,7 @@ def random_norm_statistics(on: bool):
                 if isinstance(tensor, torch.Tensor) and tensor.is_floating_point():
                     draw(tensor)
 
-    norm_base.reset_parameters = drawn  # type: ignore[method-assign, assignment]  # patched for the construction
+    norm_base.reset_parameters = drawn  # type: ignore[method-assign, assignment]
     try:
         yield
     finally:
@@ -93,15 +87,12 @@ def uniform(tensor: torch.Tensor) -> None:
     tensor.uniform_(0.5, 1.5)
 
 
-# Module state that a forward may change and a later call read (KernelBench v0's VanillaRNN advances `self.hidden`):
-# every buffer and plain tensor attribute of each submodule, never parameters, and never a norm layer's running
-# statistics (a training-mode forward updates them and does not read them; eval mode reads them and does not update).
+# A norm layer's running statistics are no state: a forward reads or updates them, never both.
 RUNNING_STATISTICS = ("running_mean", "running_var", "num_batches_tracked")
 
 
 def state_tensors(model) -> dict:
-    """{(submodule name, attribute): tensor} of the state a forward may change (none for a model that is no
-    nn.Module)."""
+    """{(submodule, attribute): tensor} of the buffers and plain tensors a forward may change."""
     if not isinstance(model, torch.nn.Module):
         return {}
     found = {}
@@ -115,18 +106,17 @@ def state_tensors(model) -> dict:
 
 
 def state_fingerprint(model) -> dict:
-    """What changes when a forward rebinds or writes into its state: each tensor's identity and version counter."""
+    """Each state tensor's id and version: what a forward's rebinding or write changes."""
     return {key: (id(t), t._version) for key, t in state_tensors(model).items()}
 
 
 def model_state(model, on_cpu: bool = True) -> dict:
-    """A copy of the model's state (state_tensors), on the CPU (else where each tensor is)."""
+    """A copy of the model's state, on the CPU or where each tensor is."""
     return {key: t.detach().to("cpu" if on_cpu else t.device, copy=True) for key, t in state_tensors(model).items()}
 
 
 def restore_state(model, state: dict, dtype: Optional[torch.dtype] = None) -> None:
-    """Put a copy of `state` back into the model, each tensor on the device (and in `dtype`, for floating ones, when
-    given: the float64 truth's model) of the attribute it replaces; attributes the model no longer has are set again."""
+    """Put a copy of `state` back on each attribute's device (floats in `dtype` if given)."""
     for (name, attr), saved in state.items():
         module = model.get_submodule(name)
         current = getattr(module, attr, None)

@@ -1,6 +1,5 @@
-"""Ctrl-C and SIGTERM in the runner: the first stops the run (no pair starts any more, the processes of the pairs in
-flight are killed and those pairs record nothing, so that --resume runs them), the second ends the runner at once.
-Judges, workers and builds are the runner's descendants: a stop kills them all."""
+"""Ctrl-C and SIGTERM in the runner: the first stops the run (pairs in flight record nothing: --resume runs them),
+the second ends it at once."""
 from __future__ import annotations
 
 import os
@@ -15,7 +14,7 @@ SIGNAL: list = []  # the signal that stopped the run
 
 
 class Interrupted(Exception):
-    """The run was stopped while this pair was judged or built: it records nothing."""
+    """The run was stopped during this pair: it records nothing."""
 
 
 def requested() -> bool:
@@ -24,19 +23,19 @@ def requested() -> bool:
 
 
 def check() -> None:
-    """Raise Interrupted when the run has been stopped (before a pair starts, or when its processes vanish)."""
+    """Raise Interrupted when the run has been stopped."""
     if STOP.is_set():
         raise Interrupted()
 
 
 def install() -> None:
-    """Handle SIGINT and SIGTERM in this (the runner's main) thread from now on."""
+    """Handle SIGINT and SIGTERM in the runner's main thread."""
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, on_signal)
 
 
 def on_signal(signum: int, frame) -> None:
-    """First signal: stop, and kill every process the run started. Second: kill them again and exit now."""
+    """First signal: stop, killing the run's processes; second: kill them and exit."""
     if STOP.is_set():
         kill_descendants()
         os._exit(exit_code())
@@ -46,7 +45,7 @@ def on_signal(signum: int, frame) -> None:
 
 
 def exit_code() -> int:
-    """128 + the signal's number, as a shell reports a process a signal ended (130 for Ctrl-C, 143 for SIGTERM)."""
+    """128 + the signal, as a shell reports it."""
     return 128 + (SIGNAL[0] if SIGNAL else signal.SIGINT)
 
 
@@ -55,7 +54,7 @@ def signal_name() -> Optional[str]:
 
 
 def kill_descendants() -> None:
-    """SIGKILL every process below this one (judge factory, judges, workers, builds)."""
+    """SIGKILL every process below this one."""
     for pid in procs.tree([os.getpid()])[1:]:
         try:
             os.kill(pid, signal.SIGKILL)
@@ -64,6 +63,5 @@ def kill_descendants() -> None:
 
 
 def ignore_interrupts() -> None:
-    """In a judge or the judge factory: Ctrl-C reaches the terminal's whole process group, but only the runner decides
-    what a stop means (it kills us)."""
+    """Ignore Ctrl-C in a judge or the judge factory: the runner decides what a stop means."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -1,4 +1,5 @@
-"""Append-only results (one fsynced JSON line per pair) and atomically rewritten files."""
+"""Append-only results (one fsynced JSON line per pair) and atomically rewritten files
+(docs/decisions/commonb-result-files.md)."""
 from __future__ import annotations
 
 import json
@@ -7,14 +8,13 @@ import tempfile
 from pathlib import Path
 
 
-# The user's umask, read once (changing it is process-wide): files written whole get the mode any new file gets.
+# read once: setting it is process-wide
 UMASK = os.umask(0)
 os.umask(UMASK)
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Replace `path` whole: write a temporary file beside it, fsync, then os.replace. The file gets the mode a new
-    file gets (mkstemp's own is 0600, which left some of a run's files unreadable to others beside the rest)."""
+    """Replace `path` whole (temp file, fsync, os.replace) with a new file's mode, not mkstemp's 0600."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
@@ -31,10 +31,7 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def append_jsonl(path: Path, record: dict) -> None:
-    """Append one JSON line and fsync, so a crash loses at most the line being written.
-
-    A line torn by an earlier crash is first ended, so that the new record starts a line of its own.
-    """
+    """Append one JSON line and fsync, first ending a torn line."""
     with open(path, "a+b") as handle:
         handle.seek(0, os.SEEK_END)
         if handle.tell():
@@ -47,7 +44,7 @@ def append_jsonl(path: Path, record: dict) -> None:
 
 
 def read_jsonl(path: Path) -> tuple[list[dict], int]:
-    """The complete records of a results file, and how many torn or unreadable lines were skipped."""
+    """A results file's complete records, and how many torn lines were skipped."""
     records: list = []
     torn = 0
     if not Path(path).exists():
