@@ -1,12 +1,5 @@
-"""Is another process using the GPU? A one-thread kernel spins on the GPU's global timer for a few milliseconds
-and records the gaps in its readings.
-
-A GPU runs one process's context at a time. While another context has work, the GPU switches between them in
-time slices (about 2 ms each on the H100): the probe's timer readings then jump by the other's slice (2.4 ms
-seen there), while on an idle GPU they advance by tens of nanoseconds. A probe longer than a time slice thus
-sees any other context that has work queued or running. The kernel is PTX, loaded through the CUDA driver
-API: nothing to compile.
-"""
+"""Is another process using the GPU? A one-thread PTX kernel spins on the global timer for longer than a time slice
+and counts the jumps in its readings (docs/decisions/judgeparts-timing-rounds.md)."""
 from __future__ import annotations
 
 import ctypes
@@ -85,8 +78,7 @@ class GpuProbe:
         return away_ns / 1e6
 
     def wait_until_ours(self, limit_s: float) -> bool:
-        """Probe until one probe finds the GPU ours (work other processes queued has drained), at most
-        `limit_s`; whether it did. The time waited is added to `waited_ms`."""
+        """Probe until the GPU is ours, at most `limit_s`; whether it was. Adds the wait to `waited_ms`."""
         started = time.perf_counter()
         try:
             while self.other_work_ms() > 0:

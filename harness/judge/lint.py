@@ -22,8 +22,7 @@ from harness.common.load import load_module
 
 
 def lint_problem(path: Path, device: torch.device, overrides: dict, cfg: Config) -> dict:
-    """{"findings": what is wrong with the problem as a benchmark} ([] when nothing is), or {"not_checked": why}
-    when it cannot be checked here (too large for this machine, with the --set to shrink it)."""
+    """{"findings": [...]} (what is wrong with the problem as a benchmark), or {"not_checked": why}."""
     try:
         source = path.read_text()
         problem = load_module(source, path, "problem_module", overrides)
@@ -50,8 +49,7 @@ INPUT_BLIND = "its output does not depend on its inputs (two input draws gave th
 
 
 class ProblemCheck:
-    """The lint's checks on a problem's own outputs, one draw of inputs at a time (the lint's, and every judge's on
-    its first two trials): would zeros or a constant pass the first, does the second equal it?"""
+    """Would zeros or a constant pass the first draw's outputs, does the second draw's equal them?"""
 
     def __init__(self, cfg: Config, problem: str):
         self.cfg, self.problem = cfg, problem
@@ -77,8 +75,7 @@ def fake_outputs_passing(outputs: list, cfg: Config, problem: str) -> list[str]:
 
 
 def mean_of(ref: torch.Tensor, chunk: int = 1 << 24) -> float:
-    """The mean of a float output, accumulated in float64 a chunk at a time (a whole 6 GiB output's float64 mean made a
-    12 GiB copy, the judge's peak on the H100)."""
+    """A float output's mean in float64, a chunk at a time (docs/decisions/judgeparts-memory-budget.md)."""
     if not ref.is_floating_point() or not ref.numel():
         return 0.0
     total = sum(piece.sum(dtype=torch.float64) for _, piece in check.slices(ref, chunk))

@@ -1,7 +1,5 @@
-"""A judge's GPU memory for its pair (the budget itself: harness/judge/footprint.py): the pre-flight check, the
-reference
-call's measured peak, and whose an out-of-memory is: the candidate's runtime_error only beyond its allowance, else
-skipped (this device cannot judge the pair at these sizes), never the harness's error."""
+"""A judge's GPU memory for its pair: the pre-flight check, the reference call's peak, and whose an out-of-memory is
+(docs/memory.md)."""
 from __future__ import annotations
 
 import contextlib
@@ -17,30 +15,23 @@ from harness.judge.footprint import OUT_OF_MEMORY
 from harness.common.problem_info import free_memory, gib, total_memory
 from harness.common.verdict import Status, Verdict
 
-# A folder: each judge's GPU memory history goes there (bench/memory_footprint.py).
+# A folder for each judge's GPU memory history (bench/memory_footprint.py).
 MEMORY_HISTORY = "HARNESS_MEMORY_HISTORY"
 UNITS = {"B": 1, "bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
-# What the reference's timing warm-up may take beyond the room it leaves the candidate's: lenient, since the
-# candidate's worker paid its first-use costs (kernels loaded, library handles) in the correctness trials.
+# Lenient: the candidate's worker paid its first-use costs in the trials.
 ROOM_SLACK = 256 << 20
 
 
 class PairMemory:
-    """One pair's memory: its sizes (problem_info.Sizes from the meta device, None where it cannot be sized), what a
-    reference call was measured to allocate, and the judge's peak before that measurement reset torch's."""
+    """One pair's sizes (None if unsized), a reference call's peak, the judge's peak."""
 
     def __init__(self, device: torch.device, problem_source: str, overrides: dict, sizes):
         self.device, self.problem_source, self.overrides, self.sizes = device, problem_source, overrides, sizes
-        self.reference_call_peak = 0  # GPU bytes a reference call allocated beyond its inputs and weights
-        self.peak_reserved = 0  # this process's peak before measured_call reset torch's
+        self.reference_call_peak = 0  # bytes beyond its inputs and weights
+        self.peak_reserved = 0  # before measured_call reset torch's
 
     def check(self, report=None) -> None:
-        """A pair the device cannot hold is skipped here, in seconds, with the figures and the --set to shrink it. On
-        a GPU: the harness's budget and room for the candidate (footprint.pair_need), and the runner is told what the
-        pair needs (judge_protocol.Footprint); left to run, a judge out of memory would end it later, and an honest
-        candidate's worker might be the one to fail. On the CPU: the host's memory (problem_info.host_need); left to
-        run, the out-of-memory killer ends it a minute later (full-size sigmoid, 6 GiB a tensor, on a 23 GiB machine),
-        and may take another of the user's processes first."""
+        """Skip a pair the device cannot hold; on a GPU tell the runner its need."""
         gpu = self.device.type == "cuda"
         need = footprint.pair_need if gpu else problem_info.host_need
         shortfall = problem_info.memory_shortfall(self.sizes, self.problem_source, self.overrides,
@@ -53,9 +44,7 @@ class PairMemory:
 
     @contextlib.contextmanager
     def measured_call(self):
-        """A reference call's own peak GPU memory, beyond what was allocated before it (its output, temporaries and
-        workspaces): the candidate's allowance counts it (a convolution's workspace can be several times its output:
-        the problem's sizes alone would blame an honest candidate for it)."""
+        """Measure a reference call's peak GPU memory (its workspaces too)."""
         if self.device.type != "cuda":
             yield
             return
@@ -70,8 +59,7 @@ class PairMemory:
 
     @contextlib.contextmanager
     def left_out_of_peak(self):
-        """What runs inside is left out of this process's reported peak: the device's peaks, measured once per machine
-        by whichever pair comes first (~5 GiB for a moment, handed back), are no cost of that pair's."""
+        """Leave what runs inside out of this process's reported peak."""
         if self.device.type != "cuda":
             yield
             return
@@ -82,12 +70,7 @@ class PairMemory:
             torch.cuda.reset_peak_memory_stats(self.device)
 
     def check_room_alike(self, free_before: int, free_after: int) -> None:
-        """After the reference's worker warmed up for timing, which left `free_after` of the `free_before` bytes free
-        on the GPU: skipped, with the figures, unless the candidate's warm-up has the room the reference's took (less
-        ROOM_SLACK). Else the two sides are timed unlike: on an H100 capped to 24 GiB, KernelBench's
-        64_conv_transposed_1D's reference kept its cuDNN workspace cached, the A/A candidate's worker found no room
-        for one, and cuDNN ran a slower algorithm for it every call: 0.301, a correct pair and no tie (a tie at 80
-        GiB)."""
+        """Skip unless the candidate has the room the reference's warm-up took."""
         taken = free_before - free_after
         if free_after + ROOM_SLACK < taken:
             raise Verdict(Status.SKIPPED, f"the reference's timing warm-up took {gib(taken)} of the GPU and left "
@@ -97,12 +80,9 @@ class PairMemory:
                                           + problem_info.shrink_hint(self.problem_source, self.overrides))
 
     def worker_out_of_memory(self, message: str) -> Verdict:
-        """The candidate's worker's call ran out of GPU memory: its runtime_error when what it held and asked for,
-        less the harness's share of its worker, exceeds its allowance (footprint.candidate_allowance, with the
-        reference's measured call); within it, the device had no room for an honest candidate beside the harness:
-        skipped."""
+        """The candidate's out-of-memory: runtime_error over its allowance, else skipped."""
         demand = oom_demand(message)
-        if demand is None or self.sizes is None:  # torch's figures or the problem's sizes missing: as it was raised
+        if demand is None or self.sizes is None:  # as raised
             return Verdict(Status.RUNTIME_ERROR, message)
         own, allowance, its_doing = footprint.candidates_own(self.sizes, demand, self.reference_call_peak)
         if its_doing:
@@ -112,14 +92,11 @@ class PairMemory:
                               f"the GPU had no room for it beside the harness", message)
 
     def blame(self, message: str, candidate_pid: int, reference_pid: int) -> Verdict | None:
-        """The verdict when the judge or the reference's worker ran out of GPU memory: the candidate's runtime_error
-        when its worker held more of its own (beyond the harness's share there, footprint.candidate_share) than its
-        allowance (footprint.candidate_allowance), else skipped (too_small), with the figures; None when the message is
-        no GPU out-of-memory."""
+        """The verdict when the judge or the reference's worker ran out of GPU memory; None if it is no GPU OOM."""
         if self.device.type != "cuda" or not OUT_OF_MEMORY.search(message):
             return None
         held = clocks.gpu_memory_of_groups(self.device.index or 0, [candidate_pid, reference_pid])
-        if held is None or self.sizes is None:  # NVML cannot say per process here, or the problem was not sized
+        if held is None or self.sizes is None:  # no per-process figures from NVML, or no sizes
             return self.too_small("the candidate's share of the GPU could not be measured, so it is not blamed",
                                   message)
         candidate, reference = held
@@ -131,17 +108,13 @@ class PairMemory:
         return self.too_small(figures, message)
 
     def too_small(self, figures: str, message: str) -> Verdict:
-        """A GPU out of memory that is not the candidate's doing: this device cannot judge the pair at these sizes
-        (skipped, as the pre-flight check would have, had it known the forward's temporaries), never harness_error.
-        The figures and the --set to shrink come before torch's message, whose list of every process on the GPU
-        would push them past a record's 500 characters (records.one_line)."""
+        """Skipped, figures first (torch's message can run past a record's 500 characters)."""
         return Verdict(Status.SKIPPED, f"the GPU ran out of memory, not by the candidate's doing ({figures}); "
                                        f"{problem_info.shrink_hint(self.problem_source, self.overrides)}; {message}")
 
 
 def oom_demand(message: str):
-    """From torch's CUDA out-of-memory message: what the failing process's PyTorch had allocated plus what it asked
-    for, in bytes; None when the message lacks either figure."""
+    """Bytes held plus asked for, from torch's OOM message, or None."""
     tried = re.search(r"Tried to allocate ([\d.]+) (B|bytes|KiB|MiB|GiB|TiB)", message)
     held = re.search(r"([\d.]+) (B|bytes|KiB|MiB|GiB|TiB) is allocated by PyTorch", message)
     if not tried or not held:
@@ -150,29 +123,28 @@ def oom_demand(message: str):
 
 
 def reserved_here(device: torch.device) -> int:
-    """GPU memory this process's caching allocator holds (0 where CUDA is not started)."""
+    """GPU memory this process's allocator holds."""
     return torch.cuda.memory_reserved(device) if torch.cuda.is_initialized() else 0
 
 
 def release_cached_memory(device: torch.device, outboxes=()) -> None:
-    """Hand this process's cached GPU blocks back, so the workers can use the memory (the workers' outboxes'
-    too)."""
+    """Hand cached GPU blocks (and the outboxes') back for the workers."""
     if device.type != "cuda":
         return
     for outbox in outboxes:
         outbox.release()
-    torch.cuda.ipc_collect()  # blocks a worker has let go of: back to their pools, which can then be freed
+    torch.cuda.ipc_collect()  # blocks workers let go of
     torch.cuda.empty_cache()
 
 
 def record_memory_history(device: torch.device) -> None:
-    """With HARNESS_MEMORY_HISTORY set, record every GPU allocation of this process with its stack (slows it down)."""
+    """With HARNESS_MEMORY_HISTORY set, record GPU allocations (slow)."""
     if os.environ.get(MEMORY_HISTORY) and device.type == "cuda":
         torch.cuda.memory._record_memory_history(max_entries=1_000_000)
 
 
 def dump_memory_history(device: torch.device, name: str) -> None:
-    """The recorded history to HARNESS_MEMORY_HISTORY/<name>.pickle (torch.cuda.memory._dump_snapshot's format)."""
+    """The history to HARNESS_MEMORY_HISTORY/<name>.pickle."""
     folder = os.environ.get(MEMORY_HISTORY)
     if folder and device.type == "cuda":
         Path(folder).mkdir(parents=True, exist_ok=True)

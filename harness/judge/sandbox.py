@@ -1,8 +1,5 @@
-"""Start, talk to and stop one worker process: own session, bounded output, timeouts, group kill.
-
-Workers are forked from the process that judges them, which has imported torch but touched no device: a
-worker skips its own torch import (seconds of CPU, three times a pair otherwise), as DataLoader workers do.
-"""
+"""Start, talk to and stop one worker process: own session, bounded output, timeouts, group kill. Forked from a judge
+that imported torch but touched no device, a worker skips its own torch import."""
 from __future__ import annotations
 
 import gc
@@ -26,12 +23,12 @@ from harness.common.procs import make_undumpable
 from harness.common.verdict import Status
 
 ROOT = Path(__file__).resolve().parents[2]
-STALL_S = 30  # a message to or from a worker that stops moving for this long ends the pair
-KILL_WAIT_S = 30  # after SIGKILL: a process stuck in the kernel (a GPU driver call) is left behind after this
+STALL_S = 30  # a message stalled this long ends the pair
+KILL_WAIT_S = 30  # after SIGKILL, one stuck in a driver call is left behind
 
 
 class WorkerFailure(Exception):
-    """The worker timed out, died, or sent a reply the judge will not read; `status` says which."""
+    """The worker timed out, died or sent an unreadable reply; `status` says which."""
 
     def __init__(self, status: Status, message: str):
         super().__init__(message)
@@ -39,7 +36,7 @@ class WorkerFailure(Exception):
 
 
 class BoundedLog:
-    """Keeps the first and the last `limit/2` bytes of a stream, counting what it dropped."""
+    """The first and last `limit/2` bytes of a stream, and a count of the rest."""
 
     def __init__(self, limit: int):
         self.half = max(limit // 2, 1)
@@ -61,16 +58,9 @@ class BoundedLog:
 
 
 class Sandbox:
-    """One worker process and the channel to it.
+    """One worker process and its channel, started before its pair is known; `greet` tells it its device.
 
-    Made in two steps, so that workers can start (and import torch) before their pair is known:
-    the constructor starts the process; `greet` waits for it to connect and tells it its device.
-    Once greeted, the worker runs only while a request of ours is in flight: between requests its every
-    process (its tree, and the `strays` the judge attributes to it) is stopped, so that it can neither
-    load the host or the GPU while the other side is timed nor look at what the judge does meanwhile.
-    A `confined` worker (the candidate's) has no capabilities and a seccomp filter (harness.common.confine);
-    the other (the reference's, trusted) is non-dumpable, like the judge.
-    """
+    Between requests its every process (and `strays`) is stopped; `confined` (the candidate's): common.confine."""
 
     def __init__(self, env_extra: dict, output_limit: int, kill_grace_s: float, confined: bool = True):
         self.tmp = tempfile.TemporaryDirectory(prefix="harness-worker-")
@@ -85,14 +75,12 @@ class Sandbox:
         self.drainer.start()
         self.kill_grace_s = kill_grace_s
         self.conn: Optional[Connection] = None
-        # where what we send it is allocated (made when it is greeted: then its device is known)
-        self.outbox: Optional[handover.Outbox] = None
-        self.awaiting: Optional[str] = None  # the request whose reply has not been read
-        # further processes of this side (the judge's adopted orphans)
-        self.strays: Callable[[], list[int]] = lambda: []
-        self.paused: set[int] = set()  # the processes stopped between requests
+        self.outbox: Optional[handover.Outbox] = None  # made by greet
+        self.awaiting: Optional[str] = None  # the request whose reply is unread
+        self.strays: Callable[[], list[int]] = lambda: []  # adopted orphans of this side
+        self.paused: set[int] = set()
         self.sent_ns = 0
-        self.last_request_ms = 0.0  # from the last request's send to its reply, pauses excluded
+        self.last_request_ms = 0.0  # the last request's round trip
 
     def connect(self, timeout: float) -> None:
         """Wait for the worker to connect (once)."""
@@ -108,25 +96,25 @@ class Sandbox:
         return self.conn
 
     def start_warm_up(self, device: str, timeout: float = 120) -> None:
-        """Before the pair (no candidate code loaded yet): have the worker start CUDA and the profiler."""
+        """Before the pair: have the worker start CUDA and the profiler."""
         self.connect(timeout)
         self.send_message(("warm_up", device))
 
     def finish_warm_up(self, timeout: float = 120) -> None:
-        """Wait for the worker's word that its warm-up is over (whatever it says: only time is at stake)."""
+        """Wait for the warm-up's end (whatever the reply)."""
         conn = self.connected()
         if conn.poll(timeout):
             channel.recv_restricted(conn)
 
     def greet(self, device: str, cold_cache: bool, env: dict, timeout: float = 120) -> None:
-        """Wait for the worker to connect, then send it its device, timer setting and build environment."""
-        self.outbox = handover.Outbox(torch_device(device))  # what we send this worker, and nothing else
+        """Connect, then send the worker its device, cache setting and build environment."""
+        self.outbox = handover.Outbox(torch_device(device))  # only what this worker may see
         self.connect(timeout)
         self.send_message((device, cold_cache, env))
         self.pause()
 
     def pause(self) -> None:
-        """Stop every process of this side until the next request (a no-op once the worker is gone)."""
+        """Stop this side's processes until the next request."""
         if self.conn is None or self.proc.poll() is not None:
             return
         try:
@@ -145,7 +133,7 @@ class Sandbox:
             self.log.feed(chunk)
 
     def _accept(self, listener, timeout: float):
-        """Wait for the worker to connect, noticing when it dies first."""
+        """Accept the worker's connection, unless it dies first."""
         result: dict = {}
         thread = threading.Thread(target=lambda: result.setdefault("conn", listener.accept()), daemon=True)
         thread.start()
@@ -159,12 +147,12 @@ class Sandbox:
         return result["conn"]
 
     def request(self, op: str, timeout: float, **args) -> channel.Reply:
-        """Send one request and wait for its reply; timeouts and deaths raise WorkerFailure."""
+        """Send one request and wait for its reply (WorkerFailure)."""
         self.send(op, **args)
         return self.receive(op, timeout)
 
     def send(self, op: str, **args) -> None:
-        """Send a request without waiting (`receive` gets its reply): two workers can work at once."""
+        """Send a request without waiting; `receive` gets its reply."""
         self.resume()
         self.sent_ns = time.perf_counter_ns()
         self.send_message((op, args))
@@ -197,7 +185,7 @@ class Sandbox:
         return reply
 
     def _read_reply(self, op: str) -> channel.Reply:
-        """The reply waiting on the channel, read with every way it can be wrong turned into WorkerFailure."""
+        """The reply on the channel, or WorkerFailure."""
         try:
             return channel.parse_reply(channel.recv_restricted(self.connected()))
         except channel.MalformedReply as exc:
@@ -215,13 +203,13 @@ class Sandbox:
         except channel.UnsafeReply as exc:
             self.stop()
             raise WorkerFailure(Status.INCORRECT, f"the worker's reply is not plain tensors ({exc})") from None
-        except Exception as exc:  # a reply that does not unpickle is a broken worker, never a success
+        except Exception as exc:  # a broken worker, never a success
             self.stop()
             raise WorkerFailure(Status.CRASH, f"unreadable reply to '{op}': {type(exc).__name__}: {exc}") from None
 
     def _death(self) -> WorkerFailure:
         try:
-            self.proc.wait(2)  # it is dying: let it finish, so its own exit status is what we report
+            self.proc.wait(2)  # report its own exit status
         except subprocess.TimeoutExpired:
             pass
         how = self.exit_description()
@@ -240,7 +228,7 @@ class Sandbox:
         return " ".join(self.log.text()[-chars:].split()) or "(no output)"
 
     def stop(self) -> None:
-        """SIGTERM the worker's whole process group, then SIGKILL what is left."""
+        """SIGTERM the worker's process group, then SIGKILL."""
         if self.proc.poll() is None:
             signal_group(self.proc.pid, signal.SIGTERM)
             self.resume()  # a stopped process cannot act on SIGTERM
@@ -257,7 +245,7 @@ class Sandbox:
         self.drainer.join(2)
 
     def close(self, timeout: float = 10) -> Optional[dict]:
-        """Ask the worker to exit (returning its peak memory), then make sure it is gone."""
+        """Ask the worker to exit (its peak memory), then make sure it is gone."""
         info = None
         if self.conn is not None and not self.awaiting and self.proc.poll() is None:  # greeted and idle
             try:
@@ -274,17 +262,15 @@ class Sandbox:
 
 
 class ForkedWorker:
-    """A worker forked from this process, with the part of subprocess.Popen's interface a Sandbox uses.
+    """A worker forked from here, with Popen's interface as a Sandbox uses it.
 
-    Fork before anything starts CUDA or OpenMP threads here, and before this process holds anything the
-    worker may not see: the child has a copy of our memory (the judge forks before it reads its job, which
-    carries the run's secret)."""
+    Fork before CUDA or OpenMP threads start and before anything secret is read: the child copies it."""
 
     def __init__(self, env: dict, cwd: str, confined: bool = True):
         read_end, write_end = os.pipe()
         sys.stdout.flush()
         sys.stderr.flush()  # nothing we buffered is written again by the child
-        with warnings.catch_warnings():  # Python 3.12+ warns of fork with threads alive (numpy's BLAS pool)
+        with warnings.catch_warnings():  # 3.12+ warns of BLAS threads
             warnings.simplefilter("ignore", DeprecationWarning)
             pid = os.fork()
         if pid == 0:
@@ -295,11 +281,11 @@ class ForkedWorker:
         self.stdout = os.fdopen(read_end, "rb")
 
     def poll(self) -> Optional[int]:
-        """The exit code (negative: killed by that signal), or None while it runs."""
+        """The exit code (negative: a signal), or None."""
         if self.returncode is None:
             try:
                 pid, status = os.waitpid(self.pid, os.WNOHANG)
-            except ChildProcessError:  # reaped elsewhere: it is gone, how is unknown
+            except ChildProcessError:  # reaped elsewhere
                 pid, status = self.pid, 255 << 8
             if pid:
                 self.returncode = os.waitstatus_to_exitcode(status)
@@ -315,16 +301,13 @@ class ForkedWorker:
 
 
 def become_worker(env: dict, cwd: str, out_fd: int, confined: bool = True) -> None:
-    """In the forked child: what a fresh `python -m harness.worker.worker` would have (a session of its own, its
-    folder, /dev/null for stdin, stdout and stderr into the judge's pipe, this environment), none of the
-    judge's descriptors (its stdin will carry the job), and the candidate's confinement (or, for the trusted
-    reference worker, non-dumpable like the judge); then the worker's loop. Never returns."""
+    """In the child: set up as a fresh `python -m harness.worker.worker` would be, then its loop. Never returns."""
     code = 1
     try:
-        gc.freeze()  # our objects are the judge's: never collected here (a finalizer could delete its files)
+        gc.freeze()  # a finalizer of the judge's objects could delete its files
         os.setsid()
         if confined:  # while this process has one thread: the filter must cover every thread it will have
-            confine.confine()  # what the machine refuses is reported by the run (environment.isolation)
+            confine.confine()  # refusals: environment.isolation
         os.chdir(cwd)
         null = os.open(os.devnull, os.O_RDWR)
         os.dup2(null, 0)
@@ -355,7 +338,7 @@ def is_open(fd: int) -> bool:
 
 
 def signal_group(pid: int, sig: int) -> None:
-    """Send a signal to a process group, ignoring one that is already gone."""
+    """Signal a process group, unless it is gone."""
     try:
         os.killpg(pid, sig)
     except (ProcessLookupError, PermissionError):

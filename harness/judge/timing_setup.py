@@ -1,6 +1,5 @@
-"""The timing_setup stage of a pair (run by PairTiming before its rounds): the reference's FLOPs, both workers' timing
-inputs, each side's timing method chosen and then agreed (the same method and batch on both sides), and one traced
-call of each (no_custom_kernel)."""
+"""The timing_setup stage, run by PairTiming before its rounds: the FLOPs, both workers' timing inputs, each side's
+timing method chosen and agreed, and one traced call of each (no_custom_kernel)."""
 from __future__ import annotations
 
 import functools
@@ -20,7 +19,7 @@ BOOKKEEPING_OPS = re.compile(r"aten::(empty|view|reshape|_reshape|as_strided|det
 
 
 class TimingSetup:
-    """The timing_setup stage of one pair, for its PairTiming (whose workers, judge and memory retries it uses)."""
+    """The timing_setup stage of one pair, through its PairTiming."""
 
     def __init__(self, pair_timing):
         self.judge, self.reference = pair_timing.judge, pair_timing.reference
@@ -32,7 +31,7 @@ class TimingSetup:
         self.retried_when_full = pair_timing.retried_when_full
 
     def run(self) -> None:
-        """Give both workers timing inputs, let them choose their timing methods, and trace one call of each."""
+        """Timing inputs to both workers, their methods chosen, one call of each traced."""
         trial = self.cfg.total_trials  # the timing inputs' seed: past the correctness trials'
         if self.job.flops is not None:  # counted by an earlier judge of this run on this problem
             self.reference.flops, self.reference.tf32_flops = self.job.flops, self.job.tf32_flops or 0
@@ -49,16 +48,11 @@ class TimingSetup:
                 self.result.flags.append("no_custom_kernel")
 
     def uses_only_reference_ops(self) -> bool:
-        """From runtime traces of one call per side: did the candidate only launch what the reference does?
-
-        On a GPU: its kernels (copies and memsets aside) are all kernels the reference launches too. On
-        the CPU, where a compiled extension's own loops leave no trace: every torch operator it computes
-        with is one the reference uses. A candidate that computes nothing traceable is not flagged.
-        """
+        """Did the candidate launch only the reference's kernels (GPU) or torch operators (CPU)? Nothing traced: no."""
         with self.reference_side():  # one side at a time, as everything the workers run from here on
             ref_reply = self.ref_sandbox.request("trace", self.cfg.timeout)
         new_reply = self.sandbox.request("trace", self.cfg.timeout)
-        # a profiler that cannot start (no CUPTI, say, or no memory for it) leaves the flag unset; it blames no one
+        # a profiler that cannot start leaves the flag unset and blames no one
         try:
             ref, new = self.expect_ok(ref_reply), self.expect_ok(new_reply)
         except Verdict as verdict:
@@ -78,10 +72,7 @@ class TimingSetup:
             raise Verdict(Status.CRASH, f"malformed trace from the worker: {str(new)[:200]}") from None
 
     def prepare_sides(self) -> None:
-        """Both workers choose how to time their calls, the reference's first; on a GPU the pair is skipped unless
-        the candidate's warm-up has the room the reference's took (PairMemory.check_room_alike); then both time them
-        the same way. A candidate whose calls are timed in single windows takes as many a sample as the reference's
-        worker chose."""
+        """Both workers choose a timing method, the reference's first (its room checked), then are made alike."""
         gpu = self.device.type == "cuda"
         free_before = free_memory(self.device) if gpu else 0
         self.prepare_side(reference=True, allow_graph=True)
@@ -92,14 +83,7 @@ class TimingSetup:
         self.same_method_both_sides()
 
     def same_method_both_sides(self) -> None:
-        """Both sides timed the same way. A call timed alone while the other side's is batched is batched too (on
-        the H100 a disturbed warm-up timed a 15 us reference alone, at ~190 us a call with its launch, against the
-        candidate's graph: an A/A pair came out 12.3x). When one side's short call cannot be graph-captured, the
-        other is timed with plain launches too: a graph replay leaves out the launch overhead that batched events
-        include; batched still, however long its call measures (told nothing, a launch-bound reference measured on a
-        busy host chose single windows: on the H100 two candidates whose kernels launch on the legacy default stream,
-        timed in batches against it, came out 1.6x and 3.1x where KernelBench measured 0.97x and 1.31x, and flagged
-        timer_tampering)."""
+        """One method on both sides (batched over alone, plain over graph): docs/decisions/judgeparts-timing-alike.md"""
         r = self.result
         if "cuda_event" in (r.ref_timer, r.new_timer) and {r.ref_timer, r.new_timer} & set(timing.BATCHED_METHODS):
             graphs = "cuda_graph" in (r.ref_timer, r.new_timer)
@@ -109,9 +93,7 @@ class TimingSetup:
         self.same_batch_both_sides()
 
     def same_batch_both_sides(self) -> None:
-        """Batched sides time the same number of calls a window, the smaller side's: what a window costs beyond its
-        calls (a graph's launch, the GPU's ramp) is then shared out alike. (On the H100, A/A pairs of ~20 us
-        kernels chose batches of 8 and 12 from one noisy measurement each.)"""
+        """Batched sides time the smaller batch: docs/decisions/judgeparts-timing-alike.md"""
         r = self.result
         batches = (r.ref_batch, r.new_batch)
         if (r.ref_timer not in timing.BATCHED_METHODS or r.new_timer != r.ref_timer
@@ -123,7 +105,7 @@ class TimingSetup:
             self.prepare_side(reference=r.ref_timer == "cuda_graph", batch=batch)
 
     def prepare_side(self, reference: bool, **how) -> None:
-        """prepare_again on one side's worker (the reference's in its turn), its (method, batch) recorded."""
+        """prepare_again on one side's worker, its (method, batch) recorded."""
         r = self.result
         if reference:
             with self.reference_side():
@@ -132,9 +114,7 @@ class TimingSetup:
             r.new_timer, r.new_batch = self.prepare_again(self.sandbox, **how)
 
     def send_timing_inputs(self, trial: int) -> None:
-        """Give each worker timing inputs of its own (the same ones), from its outbox. The inputs are made in the
-        reference's outbox and the candidate's copied from them, so the judge holds two copies at most, not three
-        (the 16 GiB input of KernelBench's 45_Average_Pooling_2D did not fit on the H100 three times over)."""
+        """The same timing inputs to each worker from its outbox; made in the reference's, so two copies, not three."""
         def made_in_outbox():
             with self.ref_sandbox.outbox.allocating():
                 return self.reference.make_inputs(trial, wide=False)
@@ -155,9 +135,7 @@ class TimingSetup:
 
     def prepare_again(self, sandbox, allow_graph: bool = False, batched: bool = False, batch: int | None = None,
                       windows: int | None = None) -> tuple:
-        """Ask a worker to (re)choose its timing method (batched: batch its calls however long they measure; batch:
-        this many calls a window; windows: this many single windows a sample, if its calls are not batched); its
-        (method, batch)."""
+        """A worker's (method, batch), (re)chosen: `batched` at any length, `batch` calls, or `windows` a sample."""
         prepared = self.expect_ok(sandbox.request("prepare_timing", self.cfg.timeout, warmup=self.cfg.warmup,
                                                   allow_graph=allow_graph, batched=batched, batch=batch,
                                                   windows=windows, lead_us=self.cfg.launch_lead_us))
