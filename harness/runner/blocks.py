@@ -1,7 +1,5 @@
-"""A claim checked on fresh workers: a worker process carries its own timing offset (where its allocations landed), so a
-speedup near 1.0 that is no tie (its CI leaves out 1.0, or it lies off the tie band) is judged again on fresh judges
-and workers ("blocks"), and the pair's reported CI spans every block's: a claim stands only where each block's CI
-makes it. Runner side; pure functions of Results. Why and how much: docs/decisions/process-offset.md."""
+"""A no-tie near 1.0 judged again on fresh judges and workers ("blocks"), since a worker process carries its own timing
+offset; the reported CI spans every block's. Pure functions of Results: docs/decisions/process-offset.md."""
 from __future__ import annotations
 
 import copy
@@ -32,18 +30,14 @@ def is_claim(result: Result) -> bool:
 
 
 def needs_confirmation(result: Result, cfg: Config) -> bool:
-    """Is this block no tie (a claim, or a speedup off the tie band) within the band where a process's own offset
-    could make it (process_band_pct)? An A/A block 2.4% off with a CI that holds 1.0 is no claim, but a point that
-    fresh blocks pull back to a tie (v0's 19_ReLU on the H200, session 57)."""
+    """No tie (even if its CI holds 1.0) within process_band_pct? docs/decisions/runnerpkg-confirm-no-ties.md"""
     if cfg.process_blocks < 2 or timed_ci(result) is None or result.speedup is None or result.tie:
         return False
     return abs(math.log(result.speedup)) <= math.log1p(cfg.process_band_pct / 100)
 
 
 def judged_in_blocks(judge: Callable[[int], Result], cfg: Config) -> Result:
-    """judge(block) for block 1, then, while no tie stands within the band, for blocks 2..process_blocks; the merged
-    Result. A block that is not correct ends the pair with its own verdict (a fresh worker's wrong output is a
-    finding); blocks that already make the pair a tie end the confirmation early."""
+    """judge(1), then blocks 2..process_blocks until the merged Result is a tie; a block not correct ends the pair."""
     first = judge(1)
     if not needs_confirmation(first, cfg):
         return first
@@ -51,7 +45,7 @@ def judged_in_blocks(judge: Callable[[int], Result], cfg: Config) -> Result:
     for block in range(2, cfg.process_blocks + 1):
         one = judge(block)
         if one.status != Status.CORRECT or one.speedup is None:
-            return failed_block(first, one, block)
+            return failed_block(first, one, block)  # a fresh worker's wrong output is a finding
         blocks.append(one)
         result = merged(blocks)
         if not is_claim(result) and result.tie:  # nothing claimed, and no block left to move the point off a tie
@@ -60,9 +54,7 @@ def judged_in_blocks(judge: Callable[[int], Result], cfg: Config) -> Result:
 
 
 def merged(blocks: list) -> Result:
-    """One Result from the blocks: correctness from the first (all its trials); the speedup the blocks' median (the
-    geometric mean of two), the other timing figures the nearest block's; the CI the hull of every block's; flags from
-    all; and each block's figures in `blocks`."""
+    """The blocks as one Result: first's correctness, median speedup (nearest block's timings), CIs' hull, all flags."""
     speedup = math.exp(statistics.median(math.log(r.speedup) for r in blocks))
     middle = min(blocks, key=lambda r: abs(math.log(r.speedup / speedup)))
     result = copy.deepcopy(blocks[0])
@@ -87,7 +79,7 @@ def merged(blocks: list) -> Result:
 
 
 def failed_block(first: Result, failed: Result, block: int) -> Result:
-    """The pair's Result when confirmation block `block` is not correct: that block's verdict, said so."""
+    """The pair's Result when confirmation block `block` is not correct: that block's verdict."""
     result = copy.deepcopy(failed)
     result.error = f"confirmation block {block} on fresh workers: {failed.error}"
     result.blocks = [figures(first), figures(failed)]

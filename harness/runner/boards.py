@@ -12,8 +12,7 @@ import pandas as pd
 from harness.common import records, store, verdict
 from harness.common.records import Result
 
-# leaderboard.csv's columns in file order: each a Result field of that name (its meaning declared there, its value
-# the record's) or one the board derives (BOARD_ONLY: its meaning here, its value made in `leaderboard`).
+# leaderboard.csv's columns in order: a Result field (meaning declared there) or BOARD_ONLY (made in `leaderboard`);
 # docs/leaderboard.md's table is made from them (a test checks it).
 LEADERBOARD_ORDER = ["problem", "rank", "candidate", "candidate_set", "backend", "precision", "mode", "sizes", "status",
                      "flags",
@@ -79,8 +78,7 @@ def leaderboard(results: list[Result], meta: Optional[dict] = None) -> pd.DataFr
                      "reason": r.error or verdict.unranked_reason(r)})
     frame = pd.DataFrame(rows, columns=[c for c, _ in LEADERBOARD_COLUMNS if c != "rank"])
     frame["_status"] = frame["status"].map(lambda s: STATUS_ORDER.index(s) if s in STATUS_ORDER else len(STATUS_ORDER))
-    # A speedup that is no measurement (noisy_timing, interference, timer_tampering, a degenerate problem:
-    # verdict.FLAGS) is listed after the ranked ones, unranked.
+    # A speedup that is no measurement (verdict.FLAGS) is listed after the ranked ones, unranked.
     frame["_speed"] = counted_speedups(frame)
     frame = frame.sort_values(["problem", "_status", "_speed", "candidate"], ascending=[True, True, False, True],
                               na_position="last", kind="mergesort")
@@ -91,24 +89,21 @@ def leaderboard(results: list[Result], meta: Optional[dict] = None) -> pd.DataFr
 
 
 def peaks(peak_mem_mb) -> dict:
-    """The three peak-memory columns from a result's peak_mem_mb (records before the reference's worker was measured
-    have none for it)."""
+    """The three peak-memory columns from a result's peak_mem_mb (older records may lack some)."""
     peak = peak_mem_mb if isinstance(peak_mem_mb, dict) else {}
     return {"new_peak_mb": peak.get("worker"), "ref_peak_mb": peak.get("reference_worker"),
             "judge_peak_mb": peak.get("judge")}
 
 
 def counted_speedups(frame: pd.DataFrame) -> pd.Series:
-    """Each row's speedup where it counts (verdict.speedup_counts: a correct candidate with no flag that voids it),
-    else NaN."""
+    """Each row's speedup where it counts (verdict.speedup_counts), else NaN."""
     counts = [verdict.speedup_counts(status, [f for f in flags.split(";") if f])
               for status, flags in zip(frame["status"], frame["flags"].fillna(""))]
     return frame["speedup"].where(pd.Series(counts, index=frame.index, dtype=bool))
 
 
 def meta_harness(meta: dict) -> Optional[str]:
-    """The harness version a run's meta.json names (older results carry it only there): the hash of its
-    source, since the git commit there may be a stale checkout's."""
+    """The harness version in meta.json: its source hash first (the git commit may be a stale checkout's)."""
     if meta.get("harness_sha"):
         return f"sha:{meta['harness_sha']}"
     return meta.get("git_commit")

@@ -1,11 +1,6 @@
-"""The build stage: candidates that build an extension are imported ahead of their evaluation, in
-CPU-only workers, a pool of them at once, so that the extension is in the build cache when a GPU takes
-the pair. Usage (the runner's): python -m harness.runner.builds < JOB.json
-
-A failed build ends the pair as `compile_error` without touching a GPU; anything else that goes wrong at
-import here (a candidate that needs a GPU already at import, say) is left for the evaluation to judge.
-The runner only calls `prebuild`, which starts this module as a process: the runner never imports torch.
-"""
+"""The build stage: candidates that build an extension are imported ahead in CPU-only workers, so the build is cached
+when a GPU takes the pair; a failed build is `compile_error`, any other failure is left to the evaluation.
+The runner calls `prebuild`, which runs python -m harness.runner.builds < JOB.json (the runner never imports torch)."""
 from __future__ import annotations
 
 import dataclasses
@@ -46,8 +41,8 @@ class Prebuilt:
     """What the build stage did for one pair: the Result when the pair ended there, and its times."""
 
     result: Optional[Result] = None
-    build_s: float = 0.0  # seconds inside torch's extension builders (near 0 on a build-cache hit)
-    wall_s: float = 0.0  # the builder process, start to end
+    build_s: float = 0.0  # inside torch's extension builders
+    wall_s: float = 0.0  # the builder process
 
     def add_to(self, result: Result) -> Result:
         """Count the stage's build time in the pair's compile_s, and its wall time in phases_s."""
@@ -58,7 +53,7 @@ class Prebuilt:
 
 @dataclass(frozen=True)
 class BuildJob:
-    """What a builder process imports: the candidate (path, source), with the problem's sizes and its file."""
+    """What a builder process imports: the candidate, with the problem's sizes and its file."""
     path: str
     source: str
     overrides: dict
@@ -70,8 +65,7 @@ class BuildJob:
 
 def prebuild(problem: str, problem_path: Path, solution: str, path: Path, source: str, overrides: dict,
              build_dir: Path, arch: Optional[str], cfg: Config) -> Prebuilt:
-    """Build a candidate's extension in a builder process (importing it, and constructing ModelNew when
-    the import built nothing); its Result is set only when the pair ends here."""
+    """Build a candidate's extension in a builder process; its Result is set only when the pair ends here."""
     job = BuildJob(str(path), source, overrides, str(build_dir), arch, cfg.to_dict(), str(problem_path))
     started = time.monotonic()
     try:
@@ -99,15 +93,14 @@ def source_folder(root: Path, source: str) -> Path:
 
 
 def build(job: BuildJob) -> dict:
-    """Import (and perhaps construct) the candidate in a CPU-only worker: {"build_s": ...}, or
-    {"status": ..., "error": ...} when a failed build ended the pair."""
+    """Import (and perhaps construct) the candidate in a CPU-only worker: {"build_s"}, or {"status", "error"}, or {}."""
     from harness.common import channel
     from harness.judge.sandbox import Sandbox, WorkerFailure
 
     cfg = Config.from_dict(job.config)
     env = candidate_build_env(job.build_dir)
     if job.arch and "TORCH_CUDA_ARCH_LIST" not in os.environ:
-        env["TORCH_CUDA_ARCH_LIST"] = job.arch  # what the judge will ask for: the same build, reused
+        env["TORCH_CUDA_ARCH_LIST"] = job.arch  # as the judge will ask, so it reuses this build
     sandbox = Sandbox({"CUDA_VISIBLE_DEVICES": ""}, cfg.output_limit_bytes, cfg.kill_grace_s)
     try:
         sandbox.greet("cpu", False, env)

@@ -107,8 +107,7 @@ def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv=None) -> int:
-    """Dispatch to a subcommand or run an evaluation; return the exit status. A user's error (UserError, from
-    any stage) is one line and exit 2: this is the one place that catches it."""
+    """Dispatch a subcommand or run an evaluation; the exit status. The one place a UserError is caught (exit 2)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return dispatch(argv)
@@ -133,8 +132,7 @@ def dispatch(argv: list) -> int:
 
 
 def check_sizes_run(problem_paths: list, overrides: dict) -> None:
-    """--set values that break a problem (its get_inputs(), Model(...) or forward raises with them, on the meta device,
-    and not without them) are the user's input: a usage error naming them and the problem's own error."""
+    """A UserError when --set values make a problem raise (on the meta device) where it did not without them."""
     if not overrides:
         return
     from harness.common import problem_info
@@ -256,8 +254,7 @@ class RunView:
             return (pair.problem, pair.solution) in self.seen
 
     def estimate(self) -> str:
-        """', ~N min left' from the pace of the pairs a judge ended so far ('' before the second, or none left: one pair
-        says little of the next, whose pre-flight check may skip it in a second)."""
+        """', ~N min left' from the pace of pairs a judge ended ('' before the second: one says little of the next)."""
         left = self.total - self.done
         if self.judged < 2 or not left or self.first_start is None:
             return ""
@@ -330,9 +327,7 @@ def check_gate_arguments(args) -> None:
 
 
 def publish(run_dir: Path, recorded: list[Result], results: list[Result], args, complete: bool = True) -> int:
-    """Leaderboard, aggregates, summary and plots of every pair recorded in the run directory; JUnit and the
-    GitHub step summary on request; the gate's exit status for `results` (the pairs this command named; none for a
-    stopped run, which `complete=False` says)."""
+    """Boards of every recorded pair; JUnit and step summary on request; the gate's exit status for `results`."""
     boards.write_boards(run_dir, recorded, read_meta(run_dir))
     if not complete:
         return 0
@@ -351,8 +346,7 @@ def publish(run_dir: Path, recorded: list[Result], results: list[Result], args, 
 
 
 def gate_verdict(results: list[Result], failures: dict, args) -> tuple[list, int]:
-    """The gate's lines (a pair a line, then its verdict) and exit status. A pair with no comparable baseline row is
-    listed, or, with --fail-on-no-baseline, added to `failures`."""
+    """The gate's lines and exit status; pairs with no comparable baseline row listed, or added to `failures`."""
     errors, lines = gate.harness_errors(results), []
     gaps = gate.baseline_gaps(results, args.baseline_rows) if args.baseline_rows is not None else {}
     for key, gap in sorted(gaps.items()):
@@ -374,8 +368,7 @@ def gate_verdict(results: list[Result], failures: dict, args) -> tuple[list, int
 
 
 def step_summary(run_dir: Path, gate_lines: list) -> str:
-    """summary.md for GitHub's step summary: its plots named, not linked (that page cannot show the run's files), and
-    the gate's verdict."""
+    """summary.md for GitHub's step summary (plots named, not linked: it cannot show the run's files) and the gate."""
     text = re.sub(r"!\[([^\]]*)\]\(([^)]+)\)", r"_\1: `\2` in the run's folder (keep it as an artifact)_",
                   (Path(run_dir) / "summary.md").read_text())
     if gate_lines:
@@ -482,8 +475,7 @@ def lint_command(argv: list) -> int:
 
 
 def lint_outcome(proc: subprocess.CompletedProcess) -> dict:
-    """The lint process's JSON, or why it gave none (never an empty message: a process the kernel killed for
-    memory has nothing on stderr)."""
+    """The lint process's JSON, or why it gave none, never empty (docs/decisions/runnerpkg-judge-death.md)."""
     try:
         return json.loads(proc.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):

@@ -1,5 +1,5 @@
-"""The machine a run is on: torch and GPU facts (probed in a child process), the device to use, and the
-provenance written with every run (meta.json, versions, the harness's own commit). Never imports torch."""
+"""The machine a run is on: torch and GPU facts (probed in a child process), the device to use, and provenance
+(meta.json, versions, the harness's commit). Never imports torch."""
 from __future__ import annotations
 
 import importlib.util
@@ -34,9 +34,7 @@ class UsageError(UserError):
 
 
 def probe_environment(device: str = "auto") -> dict:
-    """torch and GPU facts, read in a child process so that this one never initialises CUDA. For a CPU run
-    (`device` "cpu") the GPUs are not probed, and torch's versions are read from its version file: the child's
-    import of torch is seconds of every run.py."""
+    """torch and GPU facts from a child process (never CUDA here); a CPU run skips the child's seconds-long import."""
     if device == "cpu" and (facts := cpu_facts()) is not None:  # ("auto" may be a GPU: probed)
         return facts
     out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=300)
@@ -59,8 +57,7 @@ def cpu_facts() -> Optional[dict]:
 
 
 def resolve_device(requested: str, env: dict) -> str:
-    """auto -> cuda:0 when a GPU is visible, else cpu; cuda -> cuda:0; a CUDA request without a GPU is a
-    usage error. Always an indexed device: workers call torch.cuda.set_device, which needs one."""
+    """auto -> cuda:0 or cpu; cuda -> cuda:0; always indexed (for torch.cuda.set_device); no GPU: UsageError."""
     if requested == "auto":
         requested = "cuda" if env["cuda_available"] else "cpu"
     if is_gpu(requested):
@@ -137,8 +134,7 @@ def provenance(env: dict) -> dict:
 
 
 def isolation(config: Config, device: str) -> dict:
-    """How the candidate is kept from the harness's other processes on this machine (meta.json's `isolation`):
-    each protection, "in force" or why it is missing."""
+    """meta.json's `isolation`: each protection of the harness's processes, "in force" or why it is missing."""
     facts = confine.probe()
     facts["one side at a time"] = "in force: a worker's processes are stopped between its requests"
     if is_gpu(device):
@@ -154,7 +150,7 @@ def missing_isolation(facts: dict) -> list:
 
 
 def write_meta(run_dir: Path, facts: dict, env: dict, argv: list) -> None:
-    """meta.json: the run's config and device(s) (`facts`), machine, versions and commit; written once, atomically."""
+    """meta.json: `facts` (config, devices), machine, versions and commit; written once, atomically."""
     path = run_dir / "meta.json"
     if path.exists():
         return

@@ -1,17 +1,6 @@
-"""A process that imports the judge's modules once and forks a judge for each pair.
-
-A judge started with `python -m harness.judge.judge` spends seconds before it can take a pair: importing torch and
-readying the FLOP counter (its first use imports torch._dynamo) took ~5 s each on the H100 host, 12 s with
-its workers and CUDA, while KernelBench pairs there took 3-5 s: the judges started ahead fell behind, and
-A/A pairs waited for theirs (bench/results/). The factory pays the imports once a run; a judge forked from it
-is ready in milliseconds. It never starts CUDA (a forked CUDA context is unusable), holds nothing of a pair
-(the run's secret arrives in each judge's job, after the fork), and forks only when the runner asks.
-
-The runner's side (JudgeFactory) imports nothing heavy. Over a socket pair: the runner sends b"fork" with
-three descriptors (the judge's stdin, stdout and log), the factory answers b"pid N"; it reports each judge's
-end as b"exit N CODE" (Popen's convention: negative for a signal), and kills one on b"kill N". Usage of the
-process side: python -m harness.runner.factory FD
-"""
+"""A process that imports the judge's modules once and forks a judge per pair; never starts CUDA, holds nothing of a
+pair: docs/decisions/runnerpkg-judge-factory.md. Socket protocol: b"fork" + fds (stdin, stdout, log) -> b"pid N";
+b"kill N"; ends reported as b"exit N CODE" (Popen's sign). Process side: python -m harness.runner.factory FD"""
 from __future__ import annotations
 
 import os
@@ -101,7 +90,7 @@ class JudgeFactory:
             os.close(stdout_w)
 
     def kill(self, judge: ForkedJudge) -> None:
-        """SIGKILL a judge: sent by the factory, which knows whether that pid is still its unreaped child."""
+        """SIGKILL a judge through the factory, which knows whether that pid is still its unreaped child."""
         try:
             self.sock.send(b"kill %d" % judge.pid)
         except OSError:  # the factory is gone: its judges are init's children now, and the pid still theirs
@@ -220,8 +209,7 @@ def reap(children: set, sock: socket.socket) -> None:
 
 
 def become_judge(fds: list, ours: tuple) -> None:
-    """In the forked child: the runner's pipes as stdin and stdout, the log as stderr, nothing of the factory's;
-    then the judge's main. Never returns."""
+    """In the forked child: the runner's pipes as stdin/stdout, the log as stderr, then judge.main(); never returns."""
     code = 1
     try:
         signal.set_wakeup_fd(-1)

@@ -46,8 +46,7 @@ def read_baseline(path: Path) -> dict:
 
 def gate_failures(results: list[Result], min_speedup: Optional[float] = None,
                   baseline: Optional[dict] = None, fail_on_skip: bool = False) -> dict:
-    """{(problem, candidate): reason} for every pair that fails the gate (verdict.gate_failure says why; a
-    harness_error is the run's failure, not the candidate's: see harness_errors)."""
+    """{(problem, candidate): reason} for each pair that fails the gate (verdict.gate_failure; see harness_errors)."""
     failures = {}
     for r in results:
         key = (r.problem, r.solution)
@@ -58,8 +57,7 @@ def gate_failures(results: list[Result], min_speedup: Optional[float] = None,
 
 
 def baseline_gaps(results: list[Result], baseline: dict) -> dict:
-    """{(problem, candidate): why} for every pair the baseline cannot be compared with: it has no row for it, or its row
-    was measured on another GPU model, precision, mode or sizes (verdict.not_comparable)."""
+    """{(problem, candidate): why} for each pair with no comparable baseline row (verdict.not_comparable)."""
     gaps = {}
     for r in results:
         row = baseline.get((r.problem, r.solution))
@@ -75,8 +73,7 @@ def harness_errors(results: list[Result]) -> dict:
 
 
 def junit_xml(results: list[Result], failures: dict) -> str:
-    """JUnit XML: one testcase per pair (classname = problem, name = candidate), failure text = the reason;
-    a pair the harness failed to judge is an <error>, not a <failure>."""
+    """JUnit XML, a testcase per pair (classname problem, name candidate); a harness_error is an <error>."""
     errors = harness_errors(results)
     skipped = sum(r.status == Status.SKIPPED and (r.problem, r.solution) not in failures for r in results)
     suite = ElementTree.Element("testsuite", name="kernel-harness", tests=str(len(results)),
@@ -102,8 +99,7 @@ def junit_xml(results: list[Result], failures: dict) -> str:
 
 
 def failure_type(result: Result, reason: str) -> str:
-    """A JUnit failure's type: the status of a pair that is not correct; for a correct one that failed the gate, the
-    flag that failed it, or `speed` (under the minimum, undecided, slower than the baseline)."""
+    """A JUnit failure's type: the status if not correct, else the flag that failed the gate, or `speed`."""
     if result.status != Status.CORRECT:
         return str(result.status)
     named = reason.split(":", 1)[0]
@@ -111,8 +107,7 @@ def failure_type(result: Result, reason: str) -> str:
 
 
 def compare_runs(old: list[Result], new: list[Result]) -> list[Change]:
-    """Per pair, old run against new (verdict.change_between: a speedup change is only called real when the two CIs do
-    not overlap; verdict.got_worse: whether it got worse, the gate's rule against a baseline)."""
+    """Per pair, old run against new (verdict.change_between, verdict.got_worse)."""
     before = {(r.problem, r.solution): r for r in old}
     after = {(r.problem, r.solution): r for r in new}
     changes = []

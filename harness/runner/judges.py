@@ -1,9 +1,6 @@
-"""Judge processes seen from the runner: started (ahead of their pairs on GPU runs), given a pair, and
-watched stage by stage, each stage with a deadline, so that a run never waits on a judge for ever.
-
-A judge writes one JSON line per stage it enters ({"stage": NAME}), one with its workers' process groups
-({"workers": [PGID, ...]}), then its Result ({"result": {...}}). Never imports torch.
-"""
+"""Judge processes seen from the runner: started (ahead of their pairs on GPU runs), given a pair, and followed
+stage by stage against each stage's deadline (common/protocol's messages), so a run never waits on a judge for ever.
+Never imports torch."""
 from __future__ import annotations
 
 import math
@@ -26,24 +23,11 @@ from harness.common.verdict import Status
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# Judge and workers (which inherit this) must time alike on the CPU:
-# - glibc's malloc gets fixed thresholds: by default they move with each process's allocation history,
-#   so one process's outputs come from recycled heap and the other's from fresh pages it must fault in
-#   (seen here: an A/A pair on a 2-core machine off by 2-3% every run, a tie with these settings);
-# - and no thread cache: torch aligns its CPU tensors, and glibc frees the small remainder that an aligned
-#   allocation leaves behind into the thread cache, where it counts as in use. The tensor's chunk, freed, then
-#   cannot merge back into the heap's top, and the next call's same-sized aligned request does not fit in it:
-#   each call takes fresh pages and faults them in, a 16 MB sigmoid at 3.5-25 ms instead of 1.0 ms, and a pair's
-#   workers fell into that state at different times (A/A pairs at 0.25-0.85 on the 2-core CPU). The cache off
-#   is part of the cure, not all of it (judge_timing: each side's inputs copied right before its own window):
-#   bench/results/aa-coverage/cpu-2core-sigmoid-256x16384-{bf7d6ca,f8291a2}.md.
+# Fixed malloc thresholds and no thread cache, so both sides' calls get their memory alike on the CPU (workers
+# inherit it): docs/decisions/runnerpkg-judge-env.md.
 JUDGE_ENV = {**os.environ, "MALLOC_MMAP_THRESHOLD_": str(32 << 20),
              "MALLOC_TRIM_THRESHOLD_": str(1 << 30), "GLIBC_TUNABLES": "glibc.malloc.tcache_count=0"}
-# GPU runs: idle OpenMP threads sleep, not spin. Both workers are pinned to one CPU there (workers_share_cpu), where
-# a worker's own spinning threads would slow the thread that launches its kernels. Not on CPU runs: one side runs at a
-# time and the judge computes single-threaded, so nothing spins beside a timed call, and a call wakes its threads as
-# PyTorch does for its users (sleeping threads made a 256 KB sigmoid 92 us a call instead of 18 in one process, and
-# its A/A pairs on the 2-core CPU 0.97-1.10 instead of 0.98-1.01: bench/results/aa-coverage/).
+# GPU runs only: both workers share one CPU there, so idle OpenMP threads must sleep, not spin (same file).
 GPU_ENV = {"OMP_WAIT_POLICY": "PASSIVE"}
 USER_ENV = {k: os.environ[k] for k in ("OMP_WAIT_POLICY", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_",
                                        "GLIBC_TUNABLES") if k in os.environ}  # the user's own settings win
@@ -107,11 +91,10 @@ class Judge:
         self.warmed.set()
         self.lines.put(None)  # end of output: the judge exited (or closed it)
 
-    # (self.lines holds the judge's messages, judge_protocol's, a ValueError for a line that was none, None at its end)
+    # self.lines holds protocol messages, a ValueError for an unreadable line, and None at the judge's end.
 
     def write(self, text: str, last: bool = False) -> None:
-        """Queue a line for the judge's stdin; `last` closes stdin after it (the judge reads nothing after its
-        job, and nobody else may). A thread writes, in order: a judge still starting up must not block us."""
+        """Queue a line for the judge's stdin (written in order by a thread, never blocking us); `last` closes it."""
         self.outbox.put(text)
         if last:
             self.outbox.put(None)
@@ -128,7 +111,7 @@ class Judge:
             pass
 
     def kill(self) -> None:
-        """SIGKILL the judge and its workers' process groups (they would also die with the judge)."""
+        """SIGKILL the judge and its workers' process groups."""
         for group in self.worker_groups:
             try:
                 os.killpg(int(group), signal.SIGKILL)
@@ -141,32 +124,22 @@ class Judge:
             pass
 
     def reap(self, wait_s: float = 30) -> None:
-        """Wait for a judge that has said its last (its Result, or its death), at most `wait_s`; then kill it."""
+        """Wait at most `wait_s` for a judge that has said its last, then kill it."""
         try:
             self.proc.wait(wait_s)
         except subprocess.TimeoutExpired:
             self.kill()
 
     def dismiss(self) -> None:
-        """Let an unused judge go: an empty line tells it to stop its workers and exit."""
+        """Let an unused judge go: End tells it to stop its workers and exit."""
         self.write(protocol.encode(protocol.End()), last=True)
         self.reap()
         self.log_path.unlink(missing_ok=True)
 
 
 class JudgeStarter:
-    """Starts judge processes, ahead of their pairs on GPU runs: each imports torch and starts its two
-    workers while the pair before it runs there, so that a pair does not wait for any of that. `ahead`
-    judges wait per GPU, never more than the run has pairs left to judge (`pairs`). (Not on the CPU, where a
-    process starting up would disturb the timings of the pair that runs.)
-
-    A judge ahead asks before it starts CUDA and the profiler (`ready_to_warm`): their start-ups (~0.3 s of GPU,
-    bench/warmup_probe.py) show in a pair's timing windows (the GPU probe drops those rounds: 9 of 10 15 us A/A
-    pairs on the H100 lost rounds, 2 were flagged `interference`), and their contexts (three a judge, ~1.9 GiB on
-    the H100) take memory from the pair. So on a GPU where a pair runs, start-ups wait (`hold_warm_ups`) until
-    the pair has said it leaves room (a Footprint that does not crowd the GPU: `release_warm_ups`), and again from
-    its timing (which waits for those under way) to its end. A pair that crowds the GPU holds them to its end,
-    and the judges ahead that had started CUDA make room for it (`make_room`)."""
+    """Starts judge processes: `ahead` per GPU before their pairs (at most `pairs` left), their CUDA start-ups held
+    while a pair is sized and timed: docs/decisions/runnerpkg-judges-ahead.md."""
 
     WARM = protocol.encode(protocol.Warm())
     WARM_WAIT_S = 60.0  # a start-up stuck longer than this is the GPU probe's to catch
@@ -186,7 +159,7 @@ class JudgeStarter:
             self.ready[device].append(self.start(device))
 
     def start(self, device: Optional[str], ahead: bool = True) -> Judge:
-        """A judge process, given the run's config; its log is renamed after its pair once it has one."""
+        """A judge process, given the run's config (its log is renamed after its pair later)."""
         log_dir = self.ctx.run_dir / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
         with self.lock:
@@ -216,8 +189,7 @@ class JudgeStarter:
         judge.write(self.WARM)
 
     def hold_warm_ups(self, device: str, wait: bool = True) -> float:
-        """No start-up may begin on `device`; with `wait` (a pair about to be timed there), those under way must
-        end: the seconds waited."""
+        """No start-up may begin on `device`; with `wait`, those under way end first; returns the seconds waited."""
         started = time.monotonic()
         with self.lock:
             self.holding.add(device)
@@ -227,7 +199,7 @@ class JudgeStarter:
         return time.monotonic() - started
 
     def release_warm_ups(self, device: str) -> None:
-        """The pair on `device` leaves room, or is no longer timed, or is over: the judges that waited start CUDA."""
+        """The pair on `device` leaves room, is no longer timed, or is over: waiting judges start CUDA."""
         with self.lock:
             self.holding.discard(device)
             for judge in self.held.pop(device, []):
@@ -235,8 +207,7 @@ class JudgeStarter:
                     self.warm(judge)
 
     def make_room(self, device: str) -> None:
-        """The pair on `device` crowds it: the judges ahead there that started CUDA are let go (their contexts with
-        them) and others started in their place, which wait for the pair's end."""
+        """The pair on `device` crowds it: judges ahead that started CUDA there are replaced by fresh ones."""
         with self.lock:
             self.holding.add(device)
             waiting = self.ready.get(device, [])
@@ -250,9 +221,7 @@ class JudgeStarter:
                 self.ready[device].append(replacement)
 
     def take(self, device: str, confirming: bool = False) -> Judge:
-        """A started judge for this device (and another one started in its place while the run has pairs for it,
-        unless the run was stopped). Start-ups on the device wait until the pair says it leaves room. A judge for a
-        confirmation block (harness.runner.blocks) is no pair of the run's: the pairs left stay as many."""
+        """A started judge for `device`, another started in its place; `confirming` (a block) leaves the count."""
         stopping.check()
         with self.lock:
             self.left -= 0 if confirming else 1
@@ -286,14 +255,8 @@ class JudgeStarter:
 def follow_pair(job: protocol.PairJob, judge: Judge, cfg: Config, log_dir: Path, stem: str,
                 on_stage: Callable[[str], None] = lambda stage: None,
                 starter: Optional[JudgeStarter] = None) -> Result:
-    """Give a pair's job to a judge and follow it stage by stage to its Result.
-
-    The job (with the run's secret) goes through a pipe and the Result comes back through one: neither is
-    ever a file a candidate could read or forge. A stage that outlives its deadline ends the pair as
-    `timeout`, naming the stage; a judge that dies or says nothing readable is a `harness_error`.
-    With judges started ahead (`starter`), the judge waits at its timing stages for a `go` line: sent once
-    no judge ahead is starting CUDA on its GPU, none starting until the pair's `finish`.
-    """
+    """Give a pair's job to a judge and follow it to its Result (`timeout` past a deadline, died: `harness_error`)."""
+    # Job and Result travel by pipe, never as a file a candidate could read or forge.
     pair = FollowedPair(job, judge, cfg, stem, on_stage, starter)
     try:
         return pair.follow()
@@ -306,8 +269,7 @@ def follow_pair(job: protocol.PairJob, judge: Judge, cfg: Config, log_dir: Path,
 
 
 class FollowedPair:
-    """follow_pair's state: the judge's stage, when it began, and whether judges ahead are held for this pair's
-    timing."""
+    """follow_pair's state: the judge's stage, when it began, and whether judges ahead are held for this pair."""
 
     def __init__(self, job: protocol.PairJob, judge: Judge, cfg: Config, stem: str, on_stage, starter):
         self.job, self.judge, self.stem, self.on_stage, self.starter = job, judge, stem, on_stage, starter
@@ -347,8 +309,7 @@ class FollowedPair:
                 self.judge.worker_groups = message.pids
 
     def enter(self, stage: str) -> None:
-        """The judge began `stage`: its deadline starts; a gated pair's timing holds the warm-ups of judges ahead
-        (if its footprint had not) and its end releases them."""
+        """The judge began `stage`: its deadline starts; a gated pair holds warm-ups from timing_setup to finish."""
         self.stage, self.started = stage, time.monotonic()
         self.on_stage(stage)
         if self.gated and stage == "timing_setup":
@@ -360,7 +321,7 @@ class FollowedPair:
             self.starter.release_warm_ups(self.judge.device)
 
     def sized(self, footprint: protocol.Footprint) -> None:
-        """The pair's need is known: the judges ahead may start CUDA beside it, or, if it crowds the GPU, make room."""
+        """The pair's footprint is known: judges ahead may start CUDA beside it, or make room."""
         if footprint.crowded:
             self.starter.make_room(self.judge.device)
         else:
@@ -376,17 +337,14 @@ class FollowedPair:
                        else f"{message} (see logs/{self.stem}.judge.log)")
 
     def let_go(self) -> None:
-        """Whatever happened: judges ahead released, the judge's stdin closed (a gated pair that ended before its
-        timing had it open)."""
+        """Whatever happened: judges ahead released, the judge's stdin closed (a gated pair kept it open)."""
         if self.held:
             self.starter.release_warm_ups(self.judge.device)
         self.judge.outbox.put(None)
 
 
 def exit_reason(code: Optional[int]) -> str:
-    """A dead judge's exit code, and what a SIGKILL that the runner did not send (its deadlines are handled apart)
-    most often is on Linux: the kernel's out-of-memory killer (seen: the full-size sigmoid, 6.4 GB a tensor, on a
-    23 GB CPU machine)."""
+    """A dead judge's exit code in words (a SIGKILL: docs/decisions/runnerpkg-judge-death.md)."""
     if code == -signal.SIGKILL:
         return ("exit code -9: killed, most likely by the out-of-memory killer; on a small machine shrink the problem "
                 "with --set")

@@ -1,5 +1,5 @@
-"""A run's pairs judged: each planned once (candidate code, resume key, skip rules, build stage), given to the
-run's scheduler, and its Result appended (fsync) as it ends. One judge process per pair. Never touches CUDA."""
+"""A run's pairs judged: each planned once (code, resume key, skips, build stage), given to the run's scheduler, and its
+Result appended (fsync) as it ends. One judge process per pair. Never touches CUDA."""
 from __future__ import annotations
 
 import dataclasses
@@ -33,15 +33,14 @@ class RunContext:
     run_dir: Path
     secret: int
     build_root: Path
-    devices: tuple = ()  # with several GPUs: one evaluation at a time on each (else just `device`)
-    arch: Optional[str] = None  # the GPU's compute capability, for builds made ahead of evaluation
-    executor: str = "local"  # or "ray": the same stages as Ray tasks
-    ray_address: Optional[str] = None  # an existing Ray cluster; None starts a local one
-    provenance: dict = dataclasses.field(default_factory=dict)  # torch, CUDA and harness versions, for every Result
-    # (FLOPs, TF32 FLOPs) of one reference call per problem file and sizes (flops_key), counted by the run's first
-    # judge of it that reached timing: later judges of that problem skip the count (seconds of CPU each on a CPU run).
+    devices: tuple = ()  # several GPUs: one evaluation at a time on each
+    arch: Optional[str] = None  # compute capability, for the build stage
+    executor: str = "local"  # or "ray"
+    ray_address: Optional[str] = None  # None starts a local Ray cluster
+    provenance: dict = dataclasses.field(default_factory=dict)  # versions stamped on every Result
+    # flops_key -> (FLOPs, TF32 FLOPs) of one reference call, counted once a run: later judges skip the count.
     flops: dict = dataclasses.field(default_factory=dict)
-    isolation: dict = dataclasses.field(default_factory=dict)  # environment.isolation: protections in force here
+    isolation: dict = dataclasses.field(default_factory=dict)  # environment.isolation
     min_speedup: Optional[float] = None  # --gate --min-speedup: a CI across it gets more rounds (gate_timing_s)
 
 
@@ -82,7 +81,7 @@ def skip_for_device(pair: discover.Pair, source: str, device: str) -> Optional[R
 
 
 def plan_pairs(pairs: list, ctx: RunContext) -> list[PlannedPair]:
-    """Each pair's candidate code, resume key, early end and build-stage decision, decided once for any scheduler."""
+    """Each pair's code, resume key, early end and build-stage decision, decided once for any scheduler."""
     plans = []
     for index, pair in enumerate(pairs):
         source, early = read_candidate(pair)
@@ -98,14 +97,7 @@ def plan_pairs(pairs: list, ctx: RunContext) -> list[PlannedPair]:
 def run_pairs(pairs: list, ctx: RunContext, resume: bool,
               on_stage: Callable[[discover.Pair, str], None] = lambda pair, stage: None,
               on_result: Callable[[discover.Pair, Result], None] = lambda pair, result: None) -> list[Result]:
-    """Evaluate every pair not already recorded; append each Result (fsync) as it ends. A run stopped by a signal
-    (harness.common.stopping) returns the Results of the pairs that ended; the others record nothing.
-
-    `on_stage(pair, stage)` follows a pair: "build" (waiting for its build stage), "queued" (for a device),
-    then the judge's stages (stages.stage_deadlines); `on_result(pair, result)` runs as each pair ends.
-    With several devices, results are appended as they end (their order may differ from a one-device run,
-    their content does not); they are returned in `pairs` order.
-    """
+    """Judge pairs not yet recorded, appending each Result as it ends; on_stage: "build", "queued", judge stages."""
     results_path = ctx.run_dir / "results.jsonl"
     done = {}
     if resume:
@@ -182,7 +174,7 @@ def hand_to_judge(pair: discover.Pair, source: str, ctx: RunContext, starter: Op
     starter = starter or judges.JudgeStarter(ctx, (), ahead=0)
 
     def judge(block: int) -> Result:
-        """One block of the pair on a fresh judge and workers (blocks.py: the first, or one confirming its claim)."""
+        """One block of the pair on a fresh judge and workers (blocks.py)."""
         started = time.monotonic()
         name = stem if block == 1 else f"{stem}.block{block}"
         this_block = dataclasses.replace(job, block=block, log_path=str(log_dir / f"{name}.worker.log"))
@@ -198,7 +190,7 @@ def hand_to_judge(pair: discover.Pair, source: str, ctx: RunContext, starter: Op
 
 
 def prebuild_pair(plan: PlannedPair, ctx: RunContext) -> Optional[builds.Prebuilt]:
-    """The build stage for one pair: its extension built in the build cache (with a Result if that failed)."""
+    """The build stage for one pair: its extension built in the build cache (a Result if that failed)."""
     pair = plan.pair
     if stopping.requested():  # the run was stopped: no new build
         return None
@@ -229,7 +221,7 @@ def build_dir(ctx: RunContext, source: str) -> Path:
 
 def new_context(config: Config, device: str, overrides: dict, run_dir: Path, env: dict,
                 devices: tuple = ()) -> RunContext:
-    """A run's shared state, with a fresh secret for the trial seeds (kept from this user's other processes)."""
+    """A run's shared state, with a fresh secret for the trial seeds (undumpable: kept from this user's processes)."""
     make_undumpable()
     gpu = environment.gpu_of(device, env) or "cpu"
     build_root = builds.toolchain_root(under_root(config.build_cache_dir), env["torch"], env["cuda_version"], gpu)

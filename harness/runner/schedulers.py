@@ -1,11 +1,5 @@
-"""Where and when each pair of a run is judged, chosen once per run (`for_run`):
-
-- local: one evaluation at a time on each device, extensions built ahead in a pool of CPU workers, judges
-  started ahead of their pairs on GPU runs;
-- ray: the same stages as Ray tasks (builds on CPUs, each evaluation holding a GPU, or a whole node on the CPU).
-
-Both take the same planned pairs and hand each Result to `emit` as it ends. Never imports torch.
-"""
+"""Where and when each pair of a run is judged, chosen once per run (`for_run`): local (one evaluation at a time per
+device) or Ray tasks. Both take planned pairs and hand each Result to `emit` as it ends. Never imports torch."""
 from __future__ import annotations
 
 import dataclasses
@@ -25,14 +19,14 @@ from harness.common.verdict import Status
 
 @dataclass
 class PlannedPair:
-    """One pair as the runner hands it over: its candidate's code, its resume key, what is known before it runs."""
+    """One pair as the runner hands it over: its code, its resume key, what is known before it runs."""
 
-    index: int  # its place in the run's list of pairs
+    index: int  # in the run's list of pairs
     pair: discover.Pair
-    source: Optional[str]  # None when it could not be read (then `early` says why)
-    early: Optional[Result]  # the Result that ends the pair before any process starts (unreadable, skipped)
+    source: Optional[str]  # None when unreadable (`early` says why)
+    early: Optional[Result]  # ends the pair before any process starts
     key: str
-    prebuild: bool  # it builds an extension that the build stage makes ahead of its evaluation
+    prebuild: bool  # the build stage builds its extension
     build_dir: Path
 
 
@@ -50,8 +44,7 @@ class LocalScheduler:
         if not plans:  # a resumed run with every pair recorded: no judge to start
             return
         devices = ctx.devices or (ctx.device,)
-        # On a GPU the timing CPUs are kept for the pairs being timed, from before the first judge or build starts
-        # (they inherit it) to the end.
+        # Timing CPUs kept free from before any judge or build starts: they inherit it.
         with procs.timing_cpus_kept_free(physical_gpus(devices) if is_gpu(ctx.device) else ()):
             self.run_pairs(plans, devices, ctx, emit, on_stage)
 
@@ -103,13 +96,12 @@ class LocalScheduler:
 
 
 def physical_gpus(devices: tuple) -> set:
-    """The NVML numbers of this run's GPUs and of every other GPU NVML sees (other runs' pairs time there too)."""
+    """NVML numbers of this run's GPUs and every other GPU NVML sees (other runs' pairs time there too)."""
     return {clocks.physical_index(gpu_index(d)) for d in devices} | set(range(clocks.machine_gpus(0)))
 
 
 class RayScheduler:
-    """The same stages as Ray tasks: builds on CPUs, each evaluation holding a GPU (on the CPU: a whole node,
-    since two timed evaluations on one CPU would disturb each other)."""
+    """The same stages as Ray tasks; on the CPU an evaluation holds a whole node (two timed ones would disturb)."""
 
     def __init__(self, evaluate: Callable, prebuild: Callable):
         self.evaluate, self.prebuild = evaluate, prebuild  # runner.evaluate_on_ray, runner.prebuild_pair
@@ -121,7 +113,7 @@ class RayScheduler:
             import ray
         except ImportError:
             raise UsageError("--executor ray needs Ray: pip install ray") from None
-        # Workers import the harness from this checkout (on a cluster: the same path on every node).
+        # A cluster needs this checkout at the same path on every node.
         ray.init(address=ctx.ray_address, ignore_reinit_error=True, include_dashboard=False, log_to_driver=False,
                  runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
         build_task = ray.remote(num_cpus=1)(self.prebuild)
