@@ -63,7 +63,7 @@ def slices(x: torch.Tensor, size: int):
 
 
 def compare(ref: torch.Tensor, new: torch.Tensor, atol: float, rtol: float, chunk: int) -> Comparison:
-    """|new - ref| <= atol + rtol*|ref|, NaN where ref's, infs equal: docs/decisions/commona-truth-comparison.md"""
+    """|new - ref| <= atol + rtol*|ref|, NaN where ref's, infs equal: docs/decisions/truth-comparison.md"""
     if not (ref.is_floating_point() or ref.is_complex()):
         return exact_integer_comparison(ref, new)
     work = torch.promote_types(ref.dtype, torch.float32)
@@ -156,7 +156,7 @@ class TruthError:
 
 
 def truth_error(x: torch.Tensor, truth: torch.Tensor, atol: float, rtol: float, chunk: int) -> TruthError:
-    """How far x lies from the truth, in the wider dtype while finite: docs/decisions/commona-truth-comparison.md"""
+    """How far x lies from the truth, in the wider dtype while finite: docs/decisions/truth-comparison.md"""
     work = torch.promote_types(torch.promote_types(x.dtype, truth.dtype), torch.float32)
     worst = torch.zeros((), dtype=work, device=truth.device)
     outside = torch.zeros((), dtype=torch.int64, device=truth.device)
@@ -170,7 +170,7 @@ def truth_error(x: torch.Tensor, truth: torch.Tensor, atol: float, rtol: float, 
     return special_truth_error(x, truth, atol, rtol, chunk)
 
 
-# This near a dtype's largest value, overflow is the terms' order: docs/decisions/commona-accuracy-vs-truth.md
+# This near a dtype's largest value, overflow is the terms' order: docs/decisions/accuracy-vs-truth.md
 RANGE_EDGE = 2.0 ** -24
 WIDE_RANGE_DTYPES = (torch.float32, torch.bfloat16, torch.float64)
 
@@ -193,7 +193,7 @@ def special_truth_error(x: torch.Tensor, truth: torch.Tensor, atol: float, rtol:
     return TruthError(float(worst), int(outside))
 
 
-CHANCE_OUTSIDE = 4  # elements beyond a tolerance by chance: docs/decisions/commona-accuracy-vs-truth.md
+CHANCE_OUTSIDE = 4  # elements beyond a tolerance by chance: docs/decisions/accuracy-vs-truth.md
 
 
 def as_accurate(new: TruthError, ref: TruthError, factor: float) -> bool:
@@ -204,7 +204,7 @@ def as_accurate(new: TruthError, ref: TruthError, factor: float) -> bool:
 
 def within_reference_error(new: torch.Tensor, ref: torch.Tensor, ref_error: TruthError, atol: float, rtol: float,
                            factor: float, chunk: int) -> tuple:
-    """(could `new` pass as_accurate, worst distance in tolerances): docs/decisions/commona-accuracy-vs-truth.md"""
+    """(could `new` pass as_accurate, worst distance in tolerances): docs/decisions/accuracy-vs-truth.md"""
     shrink = 1 - rtol * ref_error.worst
     if not (math.isfinite(ref_error.worst) and ref_error.worst > 0 and shrink > 0):
         return False, math.inf
@@ -252,7 +252,7 @@ DIGEST_PRIME = (1 << 31) - 1
 
 
 def bits_digest(x: torch.Tensor, chunk: int = 1 << 22) -> tuple[int, int]:
-    """Two sums of all elements' bits, one position-weighted, mod a prime: docs/decisions/commona-truth-comparison.md"""
+    """Two sums of all elements' bits, one position-weighted, mod a prime: docs/decisions/truth-comparison.md"""
     flat = x.detach()
     if flat.is_complex():
         flat = torch.view_as_real(flat)

@@ -1,5 +1,5 @@
 """Tensors that cross to another process: where they are allocated and the wait that makes them safe to read. CUDA
-IPC maps a whole allocator segment, so each peer gets a pool of its own (docs/decisions/commonb-handover.md)."""
+IPC maps a whole allocator segment, so each peer gets a pool of its own (docs/decisions/handover.md)."""
 from __future__ import annotations
 
 import contextlib
@@ -44,7 +44,7 @@ class Outbox:
 
 
 def new_pool(device: torch.device):
-    """A MemPool made with `device` current (one made elsewhere breaks): docs/decisions/commonb-handover.md."""
+    """A MemPool made with `device` current (one made elsewhere breaks): docs/decisions/handover.md."""
     with torch.cuda.device(device):
         return torch.cuda.MemPool()
 
@@ -56,6 +56,6 @@ def copy(x):
 
 def ready(device: torch.device) -> None:
     """Finish our GPU work before a peer reads it: a reused IPC mapping does not wait
-    (docs/decisions/commonb-handover.md)."""
+    (docs/decisions/handover.md)."""
     if device.type == "cuda":
         torch.cuda.synchronize(device)

@@ -132,7 +132,7 @@ PLACEMENT_ALIGN = 4096
 
 
 class MovingCopies:
-    """A worker's timing inputs, each moved in a larger buffer by refill: docs/decisions/commona-moving-inputs.md"""
+    """A worker's timing inputs, each moved in a larger buffer by refill: docs/decisions/moving-inputs.md"""
 
     def __init__(self, inputs: list):
         self.rng = random.Random()  # seeded from the OS: where a copy lies is no one's choice

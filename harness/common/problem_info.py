@@ -86,7 +86,7 @@ def sizes(module, dtype=None) -> Optional[Sizes]:
                  tuple(x.dtype if isinstance(x, torch.Tensor) else None for x in outputs))
 
 
-# A CPU pair needs at least this many times its inputs plus output: docs/decisions/commonb-host-memory.md
+# A CPU pair needs at least this many times its inputs plus output: docs/decisions/host-memory.md
 MEMORY_FACTOR = 3
 
 

@@ -12,12 +12,12 @@ import numpy as np
 from harness.common.config import Config
 
 TIE_BAND = (0.98, 1.02)
-# Fewer pairs than this: their range holds the median too seldom (docs/decisions/commona-paired-speedup-ci.md).
+# Fewer pairs than this: their range holds the median too seldom (docs/decisions/paired-speedup-ci.md).
 MIN_PAIRS = 5
 
 
 def speedup_with_ci(ref_ms: list, new_ms: list) -> dict:
-    """Medians per side, the paired speedup and its 95% CI: docs/decisions/commona-paired-speedup-ci.md"""
+    """Medians per side, the paired speedup and its 95% CI: docs/decisions/paired-speedup-ci.md"""
     ref, new = np.asarray(ref_ms, dtype=float), np.asarray(new_ms, dtype=float)
     rounds = np.log(ref) - np.log(new)
     pairs = paired_means(rounds)

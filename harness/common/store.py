@@ -1,5 +1,5 @@
 """Append-only results (one fsynced JSON line per pair) and atomically rewritten files
-(docs/decisions/commonb-result-files.md)."""
+(docs/decisions/result-files.md)."""
 from __future__ import annotations
 
 import json

@@ -1,6 +1,6 @@
 """The harness's own GPU memory for one pair, in multiples of the problem's inputs I, output O and weights W
 (problem_info.Sizes), and the room it keeps for the candidate: the budget, the pre-flight need (PairMemory.check)
-and the out-of-memory rule (PairMemory.blame). Why: docs/memory.md, docs/decisions/judgeparts-memory-budget.md."""
+and the out-of-memory rule (PairMemory.blame). Why: docs/memory.md, docs/decisions/memory-budget.md."""
 from __future__ import annotations
 
 import re
@@ -10,7 +10,7 @@ from harness.common.problem_info import Sizes, gib
 OUT_OF_MEMORY = re.compile(r"OutOfMemoryError|out of memory", re.I)  # an error message that is one
 
 SLACK = 2**30  # allocator rounding, cuBLAS and cuDNN workspaces: once per pair, once for the candidate
-# A pair needing more of the GPU than this keeps the judges ahead off CUDA: docs/decisions/judgeparts-memory-budget.md
+# A pair needing more of the GPU than this keeps the judges ahead off CUDA: docs/decisions/memory-budget.md
 CROWDED_SHARE = 0.5
 
 

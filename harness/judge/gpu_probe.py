@@ -1,5 +1,5 @@
 """Is another process using the GPU? A one-thread PTX kernel spins on the global timer for longer than a time slice
-and counts the jumps in its readings (docs/decisions/judgeparts-timing-rounds.md)."""
+and counts the jumps in its readings (docs/decisions/timing-rounds.md)."""
 from __future__ import annotations
 
 import ctypes

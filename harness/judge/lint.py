@@ -75,7 +75,7 @@ def fake_outputs_passing(outputs: list, cfg: Config, problem: str) -> list[str]:
 
 
 def mean_of(ref: torch.Tensor, chunk: int = 1 << 24) -> float:
-    """A float output's mean in float64, a chunk at a time (docs/decisions/judgeparts-memory-budget.md)."""
+    """A float output's mean in float64, a chunk at a time (docs/decisions/memory-budget.md)."""
     if not ref.is_floating_point() or not ref.numel():
         return 0.0
     total = sum(piece.sum(dtype=torch.float64) for _, piece in check.slices(ref, chunk))

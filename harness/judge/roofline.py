@@ -1,5 +1,5 @@
 """Speed of light: a pair's bytes and FLOPs against the device's measured copy bandwidth and matmul rate, measured once
-per (device, dtype, torch version) and cached as JSON. The TF32 rules: docs/decisions/judgeparts-roofline-tf32.md"""
+per (device, dtype, torch version) and cached as JSON. The TF32 rules: docs/decisions/roofline-tf32.md"""
 from __future__ import annotations
 
 import json
@@ -41,7 +41,7 @@ def measure_peaks(device: torch.device, dtype: torch.dtype) -> dict:
     flop = 2 * n**3
     peaks = {"matmul_tflops": flop / (measure_ms(lambda: a @ b, device, 10 if big else 3) * 1e9)}
     if dtype == torch.float32 and big:
-        # A float32-accurate GEMM may run as a 3xTF32 split: docs/decisions/judgeparts-roofline-tf32.md
+        # A float32-accurate GEMM may run as a 3xTF32 split: docs/decisions/roofline-tf32.md
         peaks["tf32_tflops"] = flop / (tf32_matmul_ms(a, b, device) * 1e9)
         peaks["matmul_tflops"] = max(peaks["matmul_tflops"], peaks["tf32_tflops"] / 3)
     return {"copy_gbps": copy_gbps(device, (2 << 30) if big else (256 << 20)), **peaks}

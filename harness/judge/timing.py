@@ -43,7 +43,7 @@ class Requests:
 
 
 def timer_disagrees(ref: Requests, new: Requests, cold_cache: bool, flush_ms: float) -> bool:
-    """Does the candidate's time disagree with the judge's clock? docs/decisions/judgeparts-tamper-check.md"""
+    """Does the candidate's time disagree with the judge's clock? docs/decisions/tamper-check.md"""
     def unexplained(side: Requests) -> Optional[list]:
         batch_ok = isinstance(side.batch, int) and 0 < side.batch <= timing.MAX_BATCH
         if side.method not in timing.METHODS or not batch_ok:
@@ -92,7 +92,7 @@ class PairTiming:
             self.time_rounds()
 
     def share_one_cpu(self) -> None:
-        """On a GPU: both workers on this GPU's CPU (docs/decisions/judgeparts-timing-alike.md)."""
+        """On a GPU: both workers on this GPU's CPU (docs/decisions/timing-alike.md)."""
         if self.device.type == "cuda" and self.cfg.workers_share_cpu:
             cpu = procs.cpu_for_gpu(self.device.index or 0)
             if procs.share_one_cpu([self.ref_sandbox.proc.pid, self.sandbox.proc.pid], cpu):
@@ -203,7 +203,7 @@ class PairTiming:
                 lambda: self.reference.make_inputs(ROUND_SEED_OFFSET + index, wide=False))
 
     def refresh_side(self, sandbox) -> None:
-        """One worker's own copy of the round's inputs, copied in: docs/decisions/judgeparts-timing-rounds.md"""
+        """One worker's own copy of the round's inputs, copied in: docs/decisions/timing-rounds.md"""
         with self.phase("timing.refresh"):
             copy = self.retried_when_full(lambda: sandbox.outbox.copies(self.round_inputs))
             self.hand_over()
@@ -321,7 +321,7 @@ class Rounds:
         self.replaces = replaces_every_round(pair.device, pair.cfg, pair.judge.block, pair.result.ref_timer)
 
     def gpu_is_ours(self) -> None:
-        """Drain other GPU work before each side's window: docs/decisions/judgeparts-timing-rounds.md"""
+        """Drain other GPU work before each side's window: docs/decisions/timing-rounds.md"""
         if self.probe and not self.probe.wait_until_ours(self.cfg.gpu_drain_s):
             self.window_clean = False
 
@@ -342,7 +342,7 @@ class Rounds:
             pad = self.rng.randrange(0, (self.cfg.replace_pad_mb << 20) + 1, 1 << 20)
             self.pair.expect_ok(sandbox.request("replace", self.cfg.timeout, pad_bytes=pad))
 
-    # Each side's window follows its own copy of the inputs: docs/decisions/judgeparts-timing-rounds.md
+    # Each side's window follows its own copy of the inputs: docs/decisions/timing-rounds.md
     def ref_sample(self) -> float:
         pair = self.pair
         with pair.reference_side():

@@ -83,7 +83,7 @@ class TimingSetup:
         self.same_method_both_sides()
 
     def same_method_both_sides(self) -> None:
-        """One method on both sides (batched over alone, plain over graph): docs/decisions/judgeparts-timing-alike.md"""
+        """One method on both sides (batched over alone, plain over graph): docs/decisions/timing-alike.md"""
         r = self.result
         if "cuda_event" in (r.ref_timer, r.new_timer) and {r.ref_timer, r.new_timer} & set(timing.BATCHED_METHODS):
             graphs = "cuda_graph" in (r.ref_timer, r.new_timer)
@@ -93,7 +93,7 @@ class TimingSetup:
         self.same_batch_both_sides()
 
     def same_batch_both_sides(self) -> None:
-        """Batched sides time the smaller batch: docs/decisions/judgeparts-timing-alike.md"""
+        """Batched sides time the smaller batch: docs/decisions/timing-alike.md"""
         r = self.result
         batches = (r.ref_batch, r.new_batch)
         if (r.ref_timer not in timing.BATCHED_METHODS or r.new_timer != r.ref_timer

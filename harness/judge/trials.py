@@ -12,7 +12,7 @@ from harness.common.records import one_line
 from harness.common.verdict import Status, Verdict, flag
 
 NONDETERMINISM_RATIO = 4.0  # spread over this many times the reference's: nondeterministic ...
-# ... and this share of the tolerance: docs/decisions/judgeparts-correctness-rounding.md
+# ... and this share of the tolerance: docs/decisions/correctness-rounding.md
 NONDETERMINISM_SHARE = 0.01
 TRIAL_FLAGS = ("output_aliases_input", "nondeterministic", "reduced_precision", "accurate_vs_fp64",
                "within_reference_error")

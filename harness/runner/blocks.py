@@ -30,7 +30,7 @@ def is_claim(result: Result) -> bool:
 
 
 def needs_confirmation(result: Result, cfg: Config) -> bool:
-    """No tie (even if its CI holds 1.0) within process_band_pct? docs/decisions/runnerpkg-confirm-no-ties.md"""
+    """No tie (even if its CI holds 1.0) within process_band_pct? docs/decisions/confirm-no-ties.md"""
     if cfg.process_blocks < 2 or timed_ci(result) is None or result.speedup is None or result.tie:
         return False
     return abs(math.log(result.speedup)) <= math.log1p(cfg.process_band_pct / 100)

@@ -475,7 +475,7 @@ def lint_command(argv: list) -> int:
 
 
 def lint_outcome(proc: subprocess.CompletedProcess) -> dict:
-    """The lint process's JSON, or why it gave none, never empty (docs/decisions/runnerpkg-judge-death.md)."""
+    """The lint process's JSON, or why it gave none, never empty (docs/decisions/judge-death.md)."""
     try:
         return json.loads(proc.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):

@@ -1,5 +1,5 @@
 """A process that imports the judge's modules once and forks a judge per pair; never starts CUDA, holds nothing of a
-pair: docs/decisions/runnerpkg-judge-factory.md. Socket protocol: b"fork" + fds (stdin, stdout, log) -> b"pid N";
+pair: docs/decisions/judge-factory.md. Socket protocol: b"fork" + fds (stdin, stdout, log) -> b"pid N";
 b"kill N"; ends reported as b"exit N CODE" (Popen's sign). Process side: python -m harness.runner.factory FD"""
 from __future__ import annotations
 

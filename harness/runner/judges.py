@@ -24,7 +24,7 @@ from harness.common.verdict import Status
 ROOT = Path(__file__).resolve().parents[2]
 
 # Fixed malloc thresholds and no thread cache, so both sides' calls get their memory alike on the CPU (workers
-# inherit it): docs/decisions/runnerpkg-judge-env.md.
+# inherit it): docs/decisions/judge-env.md.
 JUDGE_ENV = {**os.environ, "MALLOC_MMAP_THRESHOLD_": str(32 << 20),
              "MALLOC_TRIM_THRESHOLD_": str(1 << 30), "GLIBC_TUNABLES": "glibc.malloc.tcache_count=0"}
 # GPU runs only: both workers share one CPU there, so idle OpenMP threads must sleep, not spin (same file).
@@ -139,7 +139,7 @@ class Judge:
 
 class JudgeStarter:
     """Starts judge processes: `ahead` per GPU before their pairs (at most `pairs` left), their CUDA start-ups held
-    while a pair is sized and timed: docs/decisions/runnerpkg-judges-ahead.md."""
+    while a pair is sized and timed: docs/decisions/judges-ahead.md."""
 
     WARM = protocol.encode(protocol.Warm())
     WARM_WAIT_S = 60.0  # a start-up stuck longer than this is the GPU probe's to catch
@@ -344,7 +344,7 @@ class FollowedPair:
 
 
 def exit_reason(code: Optional[int]) -> str:
-    """A dead judge's exit code in words (a SIGKILL: docs/decisions/runnerpkg-judge-death.md)."""
+    """A dead judge's exit code in words (a SIGKILL: docs/decisions/judge-death.md)."""
     if code == -signal.SIGKILL:
         return ("exit code -9: killed, most likely by the out-of-memory killer; on a small machine shrink the problem "
                 "with --set")
