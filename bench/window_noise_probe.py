@@ -9,7 +9,7 @@ One process times a ReLU of KernelBench v0's size (16 x 16384) as the harness do
 and the host's time to launch its body; per lead spin (100 us, the harness's, to 2000 us) and late-launch retries
 (timing.LATE_LAUNCH_RETRIES), under a load chosen by --load: none, cpu (a busy loop on every CPU but this one) or
 gpus (a flush loop on every other GPU), or both. (Session 56: here launches took 7-24 us under every load, in the
-harness's workers 120 us; a graph's windows now get timing.GRAPH_LEAD_US of lead, which each variant sets to its own.)
+harness's workers 120 us; a graph's windows now get methods.CUDA_GRAPH.min_lead_us of lead, which each variant sets to its own.)
 Per variant: the sample's spread, each kind of window's spread (us), the launch time's median and 99th percentile,
 and the share of windows whose launch outlasted the spin.
 
@@ -18,6 +18,7 @@ and the share of windows whose launch outlasted the spin.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import statistics
 import subprocess
@@ -29,7 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from harness.worker import timing
+from harness.common import methods  # noqa: E402
+from harness.worker import timing  # noqa: E402
 from tiny_noise_probe import spread  # noqa: E402  (1.4826 MAD, as that probe gives it)
 
 
@@ -64,7 +66,8 @@ while True:
 
 def variant(timer: RecordingTimer, lead_us: float, retries: int, samples: int, gap_s: float) -> None:
     timer.lead_us, timer.log = lead_us, []
-    timing.GRAPH_LEAD_US, timing.LATE_LAUNCH_RETRIES = lead_us, retries  # this lead exactly, for a graph too
+    methods.METHODS["cuda_graph"] = dataclasses.replace(methods.CUDA_GRAPH, min_lead_us=lead_us)  # a graph's too
+    timing.LATE_LAUNCH_RETRIES = retries
     per_call = []
     for _ in range(samples):
         time.sleep(gap_s)

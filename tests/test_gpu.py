@@ -87,7 +87,7 @@ def test_a_long_call_is_batched_when_told():
     x = torch.rand(1 << 20, device="cuda")
     timer = timing.Timer(torch.device("cuda"), cold_cache=True)
     assert timer.prepare(lambda: torch.cuda._sleep(1_000_000) or torch.sigmoid(x), warmup=2, batched=True) \
-        in timing.BATCHED_METHODS and timer.batch >= 2
+        in ("cuda_graph", "batched_events") and timer.batch >= 2
 
 
 def test_a_batch_size_can_be_asked_for():
@@ -145,7 +145,7 @@ def test_a_graphs_output_is_copied_behind_each_calls_window_and_no_tail_is_count
 
 
 def test_a_graphs_launch_fits_behind_its_lead_and_a_late_one_is_retimed():
-    """A graph's window is led by GRAPH_LEAD_US of spin however short the config's lead: a launch the host makes in
+    """A graph's window is led by methods.CUDA_GRAPH.min_lead_us of spin however short the config's lead: a launch the host makes in
     0.3 ms adds nothing to the window. One that takes 3 ms is late, and graph_window times it again (LATE_LAUNCH_RETRIES)."""
     import time
 

@@ -45,8 +45,6 @@ def test_single_windows_a_sample_add_up_to_about_the_target():
     assert timing.single_windows(20.0) == 1 and timing.single_windows(10.0) == 1
     assert timing.single_windows(2.0) == 5 and timing.single_windows(4.0) in (2, 3)
     assert timing.single_windows(0.2) == timing.MAX_SINGLE_WINDOWS
-    assert timing.work_per_sample("cuda_event", 4, cold_cache=True) == (4, 4)
-    assert timing.work_per_sample("cuda_event", 4, cold_cache=False) == (4, 0)
 
 
 def test_a_sample_of_several_single_windows_is_their_mean_per_call(monkeypatch):
@@ -158,14 +156,12 @@ def test_a_copy_of_an_output_keeps_its_structure():
     assert timing.cloned(sly) is sly and timing.cloned((sly,))[0] is sly
 
 
-def test_a_graphs_window_is_led_by_a_longer_spin():
-    """A graph's replay took the harness's workers ~120 us to launch on the H200: its windows get a spin of at least
-    GRAPH_LEAD_US, other methods the config's; none on the CPU or when the config turns the lead off."""
-    assert timing.window_lead_us("cuda_graph", 100.0) == timing.GRAPH_LEAD_US
-    assert timing.window_lead_us("cuda_graph", 5000.0) == 5000.0
-    assert timing.window_lead_us("cuda_event", 100.0) == 100.0
-    assert timing.window_lead_us("batched_events", 100.0) == 100.0
-    assert timing.window_lead_us("cuda_graph", 0.0) == 0.0 and timing.window_lead_us("perf_counter", 100.0) == 0.0
+def test_a_timer_samples_by_what_its_method_declares():
+    """The Timer reads its method's declaration: a graph's windows count no tail, others do; the CPU's has no lead."""
+    timer = timing.Timer(torch.device("cpu"), cold_cache=False, lead_us=100.0)
+    assert timer.method == "perf_counter" and timer.declared.host_clock and timer.counts_tail()
+    timer.method = "cuda_graph"
+    assert timer.declared.graph and not timer.counts_tail()
 
 
 def test_a_graph_window_whose_launch_outlasted_its_lead_is_timed_again(monkeypatch):

@@ -13,7 +13,7 @@ from typing import Optional
 
 import torch
 
-from harness.common import check, protocol, procs, stats
+from harness.common import check, methods, protocol, procs, stats
 from harness.judge import roofline
 from harness.worker import timing
 from harness.common.stats import median_abs_deviation, spread_pct
@@ -46,9 +46,10 @@ def timer_disagrees(ref: Requests, new: Requests, cold_cache: bool, flush_ms: fl
     """Does the candidate's time disagree with the judge's clock? docs/decisions/tamper-check.md"""
     def unexplained(side: Requests) -> Optional[list]:
         batch_ok = isinstance(side.batch, int) and 0 < side.batch <= timing.MAX_BATCH
-        if side.method not in timing.METHODS or not batch_ok:
+        method = methods.named(side.method)
+        if method is None or not batch_ok:
             return None
-        calls, flushes = timing.work_per_sample(side.method, side.batch, cold_cache)
+        calls, flushes = method.work_per_sample(side.batch, cold_cache)
         return [wall - calls * ms - flushes * flush_ms for ms, wall in zip(side.samples_ms, side.judged_ms)]
 
     new_left = unexplained(new)
@@ -385,23 +386,25 @@ class Rounds:
 
 def replaces_every_round(device: torch.device, cfg: Config, block: int, method: str) -> bool:
     """Does each round re-place both sides' allocations? docs/decisions/process-offset.md"""
-    return device.type == "cuda" and bool(cfg.replace_pad_mb) and (block > 1 or method == "cuda_graph")
+    return device.type == "cuda" and bool(cfg.replace_pad_mb) and (block > 1 or methods.is_graph(method))
+
+
+def declared(method: str) -> methods.Method:
+    """What a side's method declares (a name our timer never chooses: as CUDA events)."""
+    return methods.named(method) or methods.CUDA_EVENT
 
 
 def target_pct(cfg: Config, method: str) -> float:
-    """The CI half-width (percent) the rounds aim at."""
-    return cfg.cpu_target_ci_pct if method == "perf_counter" else cfg.target_ci_pct
+    """The CI half-width (percent) the rounds aim at: the method's own."""
+    return getattr(cfg, declared(method).target_key)
 
 
 def resolution_pct(cfg: Config, method: str, spread: float = 0.0, gpu: str | None = None) -> float:
     """The resolution (percent) for this method, spread and GPU: docs/judging.md."""
-    if method in timing.BATCHED_METHODS:
-        resolution = cfg.batched_resolution_pct
-    else:
-        resolution = cfg.cpu_resolution_pct if method == "perf_counter" else cfg.timing_resolution_pct
+    resolution = getattr(cfg, declared(method).resolution_key)
     if spread >= cfg.host_bound_spread_pct:
         resolution = max(resolution, cfg.host_bound_resolution_pct)
-    if gpu and method != "perf_counter":
+    if gpu and not declared(method).host_clock:
         resolution = max([resolution] + [pct for part, pct in cfg.gpu_resolution_pct.items()
                                          if part.lower() in gpu.lower()])
     return resolution

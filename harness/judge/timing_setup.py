@@ -5,8 +5,8 @@ from __future__ import annotations
 import functools
 import re
 
+from harness.common import methods
 from harness.judge import footprint
-from harness.worker import timing
 from harness.judge.memory import release_cached_memory
 from harness.common.problem_info import free_memory
 from harness.common.verdict import Status, Verdict
@@ -78,31 +78,35 @@ class TimingSetup:
         self.prepare_side(reference=True, allow_graph=True)
         if gpu:
             self.judge.memory.check_room_alike(free_before, free_memory(self.device))
-        windows = self.result.ref_batch if self.result.ref_timer in timing.SINGLE_METHODS else None
+        ref = methods.named(self.result.ref_timer)
+        windows = self.result.ref_batch if ref and not ref.batched else None
         self.prepare_side(reference=False, allow_graph=True, windows=windows)
         self.same_method_both_sides()
 
     def same_method_both_sides(self) -> None:
         """One method on both sides (batched over alone, plain over graph): docs/decisions/timing-alike.md"""
         r = self.result
-        if "cuda_event" in (r.ref_timer, r.new_timer) and {r.ref_timer, r.new_timer} & set(timing.BATCHED_METHODS):
-            graphs = "cuda_graph" in (r.ref_timer, r.new_timer)
-            self.prepare_side(reference=r.ref_timer == "cuda_event", allow_graph=graphs, batched=True)
-        if {r.ref_timer, r.new_timer} == {"cuda_graph", "batched_events"}:
-            self.prepare_side(reference=r.ref_timer == "cuda_graph", batched=True)
+        ref, new = methods.named(r.ref_timer), methods.named(r.new_timer)
+        if ref and new and ref.batched != new.batched and not (ref.host_clock or new.host_clock):
+            batched = ref if ref.batched else new  # the single side batched, with a graph if the other has one
+            self.prepare_side(reference=not ref.batched, allow_graph=batched.graph, batched=True)
+            ref, new = methods.named(r.ref_timer), methods.named(r.new_timer)
+        if ref and new and ref.batched and new.batched and ref.graph != new.graph:
+            self.prepare_side(reference=ref.graph, batched=True)  # the graph's side to plain launches
         self.same_batch_both_sides()
 
     def same_batch_both_sides(self) -> None:
         """Batched sides time the smaller batch: docs/decisions/timing-alike.md"""
         r = self.result
         batches = (r.ref_batch, r.new_batch)
-        if (r.ref_timer not in timing.BATCHED_METHODS or r.new_timer != r.ref_timer
+        ref = methods.named(r.ref_timer)
+        if (not (ref and ref.batched) or r.new_timer != r.ref_timer
                 or not all(isinstance(b, int) for b in batches) or r.ref_batch == r.new_batch):
             return
         batch = min(r.ref_batch, r.new_batch)
-        self.prepare_side(reference=r.ref_batch > batch, allow_graph=r.ref_timer == "cuda_graph", batch=batch)
+        self.prepare_side(reference=r.ref_batch > batch, allow_graph=methods.is_graph(r.ref_timer), batch=batch)
         if r.ref_timer != r.new_timer:  # captured again with the other's batch, its graph failed: plain launches both
-            self.prepare_side(reference=r.ref_timer == "cuda_graph", batch=batch)
+            self.prepare_side(reference=methods.is_graph(r.ref_timer), batch=batch)
 
     def prepare_side(self, reference: bool, **how) -> None:
         """prepare_again on one side's worker, its (method, batch) recorded."""
@@ -140,4 +144,4 @@ class TimingSetup:
                                                   allow_graph=allow_graph, batched=batched, batch=batch,
                                                   windows=windows, lead_us=self.cfg.launch_lead_us))
         method, batch = (prepared.get("method"), prepared.get("batch")) if isinstance(prepared, dict) else (None, None)
-        return (method if method in timing.METHODS else "unknown"), (batch if isinstance(batch, int) else None)
+        return (method if methods.named(method) else "unknown"), (batch if isinstance(batch, int) else None)

@@ -11,6 +11,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import torch
 
+from harness.common import methods
 from harness.common.stats import medians
 
 _perf_counter_ns = time.perf_counter_ns
@@ -30,15 +31,10 @@ WALL_BATCH_LIMIT_MS = 10 * BATCH_TARGET_MS  # by the host's clock
 MAX_BATCH = 4096
 FLOOR_MS = 1e-6  # a sample is never <= 0
 SAMPLE_TARGET_MS = 10.0  # docs/decisions/worker-sample-windows.md
-# a graph's launch must fit behind its spin: docs/decisions/process-offset.md
-GRAPH_LEAD_US = 1000.0
 LATE_LAUNCH_RETRIES = 3
 # short or long is the GPU's time to say: docs/decisions/process-offset.md
 SORTING_LEAD_US = 10000.0
 MAX_SINGLE_WINDOWS = 16
-METHODS = ("perf_counter", "cuda_event", "cuda_graph", "batched_events")
-SINGLE_METHODS = ("perf_counter", "cuda_event")  # one call a window
-BATCHED_METHODS = ("cuda_graph", "batched_events")  # `batch` calls a window
 HALVABLE = (torch.float16, torch.bfloat16, torch.float32, torch.float64)  # halved by the graph check
 
 
@@ -67,7 +63,7 @@ class Timer:
         self.cold_cache = cold_cache
         self.flush_buffer: Optional[torch.Tensor] = None
         self.place_flush_buffer()
-        self.method = "cuda_event" if self.is_cuda else "perf_counter"
+        self.method = methods.CUDA_EVENT.name if self.is_cuda else methods.PERF_COUNTER.name  # (names travel)
         self.fn: Callable[[], object] = not_prepared
         self.batch = 1
         self.inputs: list[torch.Tensor] = []
@@ -75,7 +71,7 @@ class Timer:
         self.capture_stream: Optional[torch.cuda.Stream] = None
         self.last_output: object = None  # the judge checks it
         self.before_call: Optional[Callable[[], None]] = None  # a stateful model's restore
-        self.idle_sync_ms = self.measure_idle_sync_ms()
+        self.idle_sync_ms = idle_sync_ms(device) if self.is_cuda else 0.0
         self.snapshots: list = []  # snapshot_output's
         self.launch_late = False
 
@@ -120,7 +116,7 @@ class Timer:
         self.warm_up(fn, warmup)
         if not self.is_cuda:
             return self.method
-        self.method, self.batch, self.graphs = "cuda_event", 1, None
+        self.method, self.batch, self.graphs = methods.CUDA_EVENT.name, 1, None
         single, single_wall = medians(self.window(self.once) for _ in range(3))
         if self.lead_us and SHORT_CALL_MS <= single < SHORT_CALL_MS + SORTING_LEAD_US / 1000:
             # a long spin would fill the wall time
@@ -132,17 +128,17 @@ class Timer:
         by_events = math.ceil(BATCH_TARGET_MS / max(single + flush, 1e-3))
         by_wall = math.ceil(WALL_BATCH_LIMIT_MS / max(single_wall + flush_wall, 1e-3))  # a forged event clock reads ~0
         self.batch = min(MAX_BATCH, max(2, batch if batch is not None else min(by_events, by_wall)))
-        self.graphs, self.method = None, "batched_events"
+        self.graphs, self.method = None, methods.BATCHED_EVENTS.name
         if not allow_graph:
             return self.method
         try:
             self.graphs = (self.capture(with_call=True), self.capture(with_call=False) if self.cold_cache else None)
             if not self.replay_reproduces_call():
                 raise RuntimeError("the graph's replay does not reproduce the call")
-            self.method = "cuda_graph"
+            self.method = methods.CUDA_GRAPH.name
         except Exception:  # a call that syncs, say, cannot be captured
             self.sync()
-            self.graphs, self.method = None, "batched_events"
+            self.graphs, self.method = None, methods.BATCHED_EVENTS.name
         return self.method
 
     def replay_reproduces_call(self) -> bool:
@@ -208,16 +204,21 @@ class Timer:
     def let_go_of_output(self) -> None:
         """Drop the last output unless a graph writes it: docs/decisions/worker-output-lifetime.md."""
         self.snapshots = []
-        if self.method != "cuda_graph":
+        if not self.declared.graph:
             self.last_output = None
 
     def once(self) -> None:
         self.last_output = None  # first: held through the call, a multi-GB output needs room twice
         self.last_output = self.fn()
 
+    @property
+    def declared(self) -> methods.Method:
+        """What the chosen method declares (common/methods.py)."""
+        return methods.METHODS[self.method]
+
     def counts_tail(self) -> bool:
-        """Does a window count work left after its end? Not a graph's: docs/judging.md."""
-        return self.method != "cuda_graph"
+        """Does a window count work left after its end? (Method.counts_tail)"""
+        return self.declared.counts_tail()
 
     def snapshot_output(self) -> None:
         """Queue a copy of the graph's output behind a calls window's end event."""
@@ -233,7 +234,7 @@ class Timer:
             wall = (_perf_counter_ns() - began) / 1e6
             return wall, wall
         start, end = _Event(enable_timing=True), _Event(enable_timing=True)
-        lead_us = window_lead_us(self.method, self.lead_us) if lead_us is None else lead_us
+        lead_us = self.declared.lead_us(self.lead_us) if lead_us is None else lead_us
         queued = _perf_counter_ns()
         if lead_us:
             _sleep(int(lead_us * SPIN_CYCLES_PER_US))
@@ -251,21 +252,9 @@ class Timer:
         tail_ms = max(0.0, (idle - reached_end) / 1e6 - self.idle_sync_ms) if self.counts_tail() else 0.0
         return start.elapsed_time(end) + tail_ms, (idle - wall_start) / 1e6
 
-    def measure_idle_sync_ms(self) -> float:
-        """An idle device-wide synchronize's cost (median of 21)."""
-        if not self.is_cuda:
-            return 0.0
-        costs = []
-        for _ in range(21):
-            _synchronize(self.device)
-            before = _perf_counter_ns()
-            _synchronize(self.device)
-            costs.append((_perf_counter_ns() - before) / 1e6)
-        return statistics.median(costs)
-
     def sample(self) -> tuple[float, float]:
         """One sample: (ms per call, wall ms per call)."""
-        if self.method in SINGLE_METHODS:
+        if not self.declared.batched:
             timed = []
             for _ in range(self.batch):
                 self.flush()
@@ -273,7 +262,7 @@ class Timer:
                     self.before_call()
                 timed.append(self.window(self.once))
             return tuple(sum(column) / self.batch for column in zip(*timed))
-        if self.method == "cuda_graph":
+        if self.declared.graph:
             assert self.graphs is not None
             graph_calls, graph_flushes = self.graphs
             calls, flushes = graph_calls.replay, graph_flushes.replay if graph_flushes else None
@@ -281,7 +270,7 @@ class Timer:
             calls, flushes = self.batched_calls, self.batched_flushes if self.cold_cache else None
         (flushes or calls)()  # an idle GPU wakes at another clock: a batch untimed, then A B B A
         self.snapshots = []
-        window, then = (self.graph_window, self.snapshot_output) if self.method == "cuda_graph" else (self.window, None)
+        window, then = (self.graph_window, self.snapshot_output) if self.declared.graph else (self.window, None)
         timed = [window(body, then if body is calls else None) if body else (0.0, 0.0)
                  for body in (calls, flushes, flushes, calls)]
         return tuple(max((a1 + a2 - b1 - b2) / (2 * self.batch), FLOOR_MS) for a1, b1, b2, a2 in zip(*timed))
@@ -307,6 +296,17 @@ class Timer:
     def batched_flushes(self) -> None:
         for _ in range(self.batch):
             self.flush()
+
+
+def idle_sync_ms(device: torch.device) -> float:
+    """An idle device-wide synchronize's cost on a GPU (median of 21)."""
+    costs = []
+    for _ in range(21):
+        _synchronize(device)
+        before = _perf_counter_ns()
+        _synchronize(device)
+        costs.append((_perf_counter_ns() - before) / 1e6)
+    return statistics.median(costs)
 
 
 def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -359,20 +359,6 @@ def threads(count: int):
         yield
     finally:
         torch.set_num_threads(before)
-
-
-def work_per_sample(method: str, batch: int, cold_cache: bool) -> tuple[int, int]:
-    """(calls, flushes) one `Timer.sample` runs: what the judge's clock must cover."""
-    if method in SINGLE_METHODS:
-        return batch, batch * int(cold_cache)
-    return (2 * batch, 5 * batch) if cold_cache else (3 * batch, 0)
-
-
-def window_lead_us(method: str, lead_us: float) -> float:
-    """The spin before a window: lead_us, >= GRAPH_LEAD_US for a graph, none on the CPU."""
-    if method == "perf_counter" or not lead_us:
-        return 0.0
-    return max(lead_us, GRAPH_LEAD_US) if method == "cuda_graph" else lead_us
 
 
 def peak_memory_mb(device: torch.device) -> float:

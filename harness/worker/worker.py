@@ -11,7 +11,7 @@ import types
 from typing import Any, Callable, Optional
 
 from harness.worker import timing
-from harness.common import channel, handover, semantics
+from harness.common import channel, handover, methods, semantics
 from harness.common.devices import torch_device
 from harness.common.inputs import MovingCopies
 from harness.common.load import load_module
@@ -216,7 +216,7 @@ class Worker:
     def op_refresh_timing_inputs(self, inputs: list):
         """New timing input contents, moved unless a graph holds their addresses."""
         assert self.moving_inputs is not None
-        self.timing_inputs = self.moving_inputs.refill(inputs, move=self.timer.method != "cuda_graph")
+        self.timing_inputs = self.moving_inputs.refill(inputs, move=not methods.is_graph(self.timer.method))
         self.timer.sync()
         return channel.ok({})
 
@@ -234,7 +234,7 @@ class Worker:
         """Re-place the timed memory behind a secret pad (docs/decisions/process-offset.md)."""
         if self.device.type != "cuda":
             return channel.ok({})
-        graphed = self.timer.method == "cuda_graph"
+        graphed = methods.is_graph(self.timer.method)
         self.pad = self.timer.flush_buffer = None
         self.timer.let_go_of_output()
         if graphed:
@@ -282,8 +282,8 @@ class Worker:
         """The last timed output for the judge; a graph's as calls window `window` ended."""
         self.timer.sync()
         # why copies, and aliasing read first: docs/decisions/worker-output-lifetime.md
-        copies = self.timer.method == "cuda_graph" or self.device.type != "cuda"
-        snapshots = self.timer.snapshots if self.timer.method == "cuda_graph" else []
+        copies = methods.is_graph(self.timer.method) or self.device.type != "cuda"
+        snapshots = self.timer.snapshots if methods.is_graph(self.timer.method) else []
         if not snapshots:
             return channel.ok(package(self.timer.last_output, self.timing_inputs, copies))
         reply = package(snapshots[window % len(snapshots)], [], copies=True)
