@@ -102,7 +102,8 @@ class Result:
     compiled_ms: Optional[float] = column("torch.compile baseline's median time, ms (compile_baseline on)", None)
     compiled_error: Optional[str] = column("why the torch.compile baseline failed", None)
     cache: Optional[str] = column("cold or hot cache in timed calls", None)
-    ref_timer: Optional[str] = column("the reference's timing method (cuda_event, cuda_graph, perf_counter)", None)
+    ref_timer: Optional[str] = column("the reference's timing method (cuda_event, cuda_graph, batched_events, "
+                                      "perf_counter)", None)
     new_timer: Optional[str] = column("the candidate's timing method", None)
     ref_batch: Optional[int] = column("calls a reference sample times: k windows of one call (cuda_event), or k calls "
                                       "a window", None)
