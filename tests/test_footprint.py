@@ -118,7 +118,7 @@ def test_a_pair_that_leaves_no_room_to_measure_the_peaks_goes_without_a_speed_of
     pair = SimpleNamespace(result=Result(problem="p", solution="s", status=Status.CORRECT, new_ms=1.0, ref_ms=1.0),
                            device=torch.device("cpu"), job=pair_job(peaks_dir=str(tmp_path)),
                            reference=SimpleNamespace(compute_dtype=torch.float32),
-                           judge=SimpleNamespace(note=notes.append, memory=PairMemory(torch.device("cpu"), "", {}, None)))
+                           ctx=SimpleNamespace(note=notes.append, memory=PairMemory(torch.device("cpu"), "", {}, None)))
     PairTiming.record_roofline(pair)
     assert pair.result.sol_pct is None and pair.result.status == Status.CORRECT
     assert notes and "no speed of light" in notes[0]

@@ -120,49 +120,6 @@ def test_a_workers_count_and_peak_are_taken_only_when_plausible():
         assert judge.reported_peak(forged) is None
 
 
-def test_the_reference_workers_first_call_finds_the_room_the_candidates_will():
-    """judge.reference_worker_first_call: the candidate's worker emptied first (what its __init__ cached), the
-    reference's worker called on the trial's inputs and seed, its freed memory poisoned for outputs of the reference's
-    sizes as the candidate's is before its call (an A/A pair leaned 1.2% on an H100 while only one side's first call
-    was poisoned), then emptied of its outputs, cache and workspaces before the candidate's first call; once per pair
-    (once made: not where the judge ran out of memory before it)."""
-    import contextlib
-    from types import SimpleNamespace
-
-    import pytest
-    import torch
-
-    from harness.common import channel
-    from harness.judge.judge import PairJudge
-
-    requests = []
-
-    def worker(name):
-        def request(op, timeout, **args):
-            requests.append((name, op, args.get("seed"), args.get("workspaces"), args.get("poison_sizes")))
-            return channel.Ok({})
-        return SimpleNamespace(request=request, outbox=SimpleNamespace(copies=lambda xs: [x.clone() for x in xs]))
-
-    judge = SimpleNamespace(reference_worker_called=False, device=torch.device("cpu"), cfg=SimpleNamespace(timeout=5),
-                            sandbox=worker("candidate"), ref_sandbox=worker("reference"), outboxes=lambda: [],
-                            hand_over=lambda: None, expect_ok=lambda reply, sandbox=None: reply.payload,
-                            reference_side=contextlib.nullcontext)
-    ref_out = (torch.ones(3), torch.ones(5, dtype=torch.float64))
-    PairJudge.reference_worker_first_call(judge, [torch.ones(2)], ref_out, 7)
-    PairJudge.reference_worker_first_call(judge, [torch.ones(2)], ref_out, 8)  # a second attempt: no second first call
-    assert requests == [("candidate", "release_memory", None, True, None), ("reference", "run", 7, None, [12, 40]),
-                        ("reference", "release_outputs", None, None, None),
-                        ("reference", "release_memory", None, True, None)]
-
-    def out_of_memory(tensors):
-        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 6.00 GiB")
-
-    judge.reference_worker_called, judge.ref_sandbox.outbox.copies = False, out_of_memory
-    with pytest.raises(torch.cuda.OutOfMemoryError):
-        PairJudge.reference_worker_first_call(judge, [torch.ones(2)], ref_out, 7)
-    assert not judge.reference_worker_called  # the trial, run again (Trials.trial_retried_when_full), makes it again
-
-
 def test_a_stateful_problem_is_judged_in_lockstep(tmp_path):
     """KernelBench v0's VanillaRNN advances self.hidden on each call: the reference against itself and an honest rewrite
     of the recurrence are correct (they were incorrect, 'timing round 4', before lockstep), one that never advances

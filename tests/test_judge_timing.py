@@ -123,7 +123,7 @@ def fake_pair(ref, new):
     pair.result = SimpleNamespace(rounds_discarded=None, ref_wall_ms=[], new_wall_ms=[], flags=[], gpu_wait_ms=None,
                                   timed_outputs_checked=None, judge_wall_ms=None, ref_batch=1, ref_timer="perf_counter")
     pair.ref_sandbox, pair.sandbox = ref, new
-    pair.judge = SimpleNamespace(block=1, ref_schedule=procs.Schedule.read(os.getpid()))
+    pair.workers = SimpleNamespace(ref_schedule=procs.Schedule.read(os.getpid()))
     pair.reference = SimpleNamespace(timing_seed=lambda: 7, random_reference=False,
                                      make_inputs=lambda seed, wide: [torch.full((4,), float(seed))])
     pair.reference_side = contextlib.nullcontext
@@ -167,7 +167,7 @@ def checked_pair(reply: dict, flags=()):
     pair.round_inputs = [torch.tensor([-1.0, 2.0])]
     pair.result.flags = list(flags)
     pair.reference.timed_call = lambda inputs: torch.relu(inputs[0])
-    pair.judge.trials = SimpleNamespace(check_outputs=lambda *args: None)
+    pair.trials = SimpleNamespace(check_outputs=lambda *args: None)
     pair.retried_when_full = lambda make: make()
     return pair
 

@@ -157,7 +157,7 @@ def test_the_room_left_after_the_references_warm_up_is_checked_before_the_candid
         asked.append(free)
         raise Verdict(Status.SKIPPED, "no room")
 
-    setup.judge = SimpleNamespace(memory=SimpleNamespace(check_room_alike=check_room_alike))
+    setup.reference = SimpleNamespace(memory=SimpleNamespace(check_room_alike=check_room_alike))
     setup.prepare_side = lambda reference, **how: prepared.append(reference)
     with pytest.raises(Verdict):
         setup.prepare_sides()

@@ -36,11 +36,12 @@ def test_an_output_that_is_an_input_in_a_later_trial_only_is_flagged():
 
     replies = iter([{"aliases_input": False}, {"aliases_input": True}, {"aliases_input": False}])
     judge = SimpleNamespace(cfg=SimpleNamespace(trials=2, total_trials=3), result=Result(problem="p", solution="s", status=Status.CORRECT),
-                            phase=lambda name: contextlib.nullcontext(), release_trial=lambda: None,
+                            phase=lambda name: contextlib.nullcontext(), note=lambda text: None,
                             reference=SimpleNamespace(call_seed=lambda trial: trial, measure_sizes=lambda inputs, out: None),
-                            sandbox=SimpleNamespace(outbox=SimpleNamespace(copies=lambda xs: [x.clone() for x in xs])),
-                            run_candidate=lambda shared, ref_out, seed: next(replies),
-                            reference_worker_first_call=lambda inputs, ref_out, seed: None)
+                            workers=SimpleNamespace(
+                                sandbox=SimpleNamespace(outbox=SimpleNamespace(copies=lambda xs: [x.clone() for x in xs])),
+                                run_candidate=lambda shared, ref_out, seed: next(replies), release_trial=lambda: None,
+                                reference_worker_first_call=lambda inputs, ref_out, seed: None))
     trials = judge_trials.Trials(judge)
     trials.problem_checked = True
     trials.reference_trial = lambda trial, wide, seed: ([torch.ones(2)], torch.ones(2), None)
@@ -87,10 +88,12 @@ def test_the_reference_worker_first_calls_beside_what_the_candidate_has():
 
     judge = SimpleNamespace(cfg=SimpleNamespace(trials=2, total_trials=3),
                             result=Result(problem="p", solution="s", status=Status.CORRECT),
-                            phase=lambda name: contextlib.nullcontext(), release_trial=lambda: None,
+                            phase=lambda name: contextlib.nullcontext(), note=lambda text: None,
                             reference=SimpleNamespace(call_seed=lambda trial: 100 + trial, measure_sizes=lambda inputs, out: None),
-                            sandbox=SimpleNamespace(outbox=SimpleNamespace(copies=lambda xs: [x.clone() for x in xs])),
-                            run_candidate=run_candidate, reference_worker_first_call=first_call)
+                            workers=SimpleNamespace(
+                                sandbox=SimpleNamespace(outbox=SimpleNamespace(copies=lambda xs: [x.clone() for x in xs])),
+                                run_candidate=run_candidate, reference_worker_first_call=first_call,
+                                release_trial=lambda: None))
     trials = judge_trials.Trials(judge)
     trials.problem_checked = True
     trials.reference_trial = reference_trial
@@ -107,7 +110,7 @@ def test_a_trial_the_judge_ran_out_of_memory_in_runs_once_more_after_every_cache
     """An out-of-memory in the judge (an honest candidate's cache, or the reference's, left it short on a small GPU)
     is not blamed at once: the candidate's worker lets go of the trial's call, every process hands its cache back
     (with the failed attempt's tensors already let go), and the trial runs again; a second shortage goes on to be
-    attributed (PairJudge.blame_for_memory)."""
+    attributed (PairWorkers.blame_for_memory)."""
     import contextlib
     import weakref
     from types import SimpleNamespace
@@ -137,13 +140,14 @@ def test_a_trial_the_judge_ran_out_of_memory_in_runs_once_more_after_every_cache
 
     judge = SimpleNamespace(cfg=SimpleNamespace(trials=2, total_trials=3, timeout=1.0),
                             result=Result(problem="p", solution="s", status=Status.CORRECT),
-                            phase=lambda name: contextlib.nullcontext(), release_trial=lambda: None,
+                            phase=lambda name: contextlib.nullcontext(), note=lambda text: events.append("note"),
                             reference=SimpleNamespace(call_seed=lambda trial: trial, measure_sizes=lambda inputs, out: None),
-                            sandbox=SimpleNamespace(outbox=SimpleNamespace(copies=lambda xs: [x.clone() for x in xs]),
-                                                    request=lambda op, timeout: events.append(op) or {"ok": True}),
-                            expect_ok=lambda reply: reply, release_all_caches=release_all_caches,
-                            note=lambda text: events.append("note"), run_candidate=run_candidate,
-                            reference_worker_first_call=lambda inputs, ref_out, seed: None)
+                            workers=SimpleNamespace(
+                                sandbox=SimpleNamespace(outbox=SimpleNamespace(copies=lambda xs: [x.clone() for x in xs]),
+                                                        request=lambda op, timeout: events.append(op) or {"ok": True}),
+                                expect_ok=lambda reply: reply, release_all_caches=release_all_caches,
+                                run_candidate=run_candidate, release_trial=lambda: None,
+                                reference_worker_first_call=lambda inputs, ref_out, seed: None))
     trials = judge_trials.Trials(judge)
     trials.problem_checked = True
     trials.reference_trial = lambda trial, wide, seed: ([torch.ones(2)], torch.ones(2), None)
@@ -170,7 +174,7 @@ def trials_without_a_truth(ref_error=None):
     judge = SimpleNamespace(cfg=SimpleNamespace(compare_chunk_elems=1 << 20, truth_accuracy_factor=2.0),
                             result=result, phase=lambda name: contextlib.nullcontext(),
                             reference=SimpleNamespace(tolerance=lambda ref: {"atol": 1e-4, "rtol": 1e-4}, truth=lambda inputs, seed: None),
-                            note=lambda text: text in result.notes or result.notes.append(text))
+                            note=lambda text: text in result.notes or result.notes.append(text), workers=None)
     trials = judge_trials.Trials(judge)
     if ref_error is not None:
         trials.ref_err_by_output[0] = ref_error
@@ -193,7 +197,7 @@ def test_with_no_truth_for_its_inputs_an_output_within_the_references_own_error_
     tf32_like = trials_without_a_truth(check.TruthError(33.0, 400))
     for round_ in (4, 8):  # the note once
         tf32_like.check_outputs([ref], ref, {"items": [apart]}, f"timing round {round_}", None)
-    result = tf32_like.judge.result
+    result = tf32_like.result
     assert len(result.notes) == 1 and result.notes[0].startswith(judge_trials.WITHIN_REFERENCE_ERROR + "timing round 4")
     assert result.flags == ["within_reference_error"]
     for trials, bad, says in ((trials_without_a_truth(check.TruthError(0.0, 0)), apart, "beyond the room"),
@@ -228,4 +232,4 @@ def test_the_room_is_the_ordinary_trials_worst_and_never_excuses_a_candidate_the
     generous = trials_without_a_truth(check.TruthError(1e3, 1000))
     with pytest.raises(Verdict) as raised:  # 250-500 tolerances from the truth, 15-30 for the reference: not as accurate
         generous.check_outputs([truth], off, {"items": [(truth + 0.05).float()]}, "trial 3/7", 2, truth=truth.float())
-    assert "against float64" in raised.value.error and "within_reference_error" not in generous.judge.result.flags
+    assert "against float64" in raised.value.error and "within_reference_error" not in generous.result.flags

@@ -14,30 +14,31 @@ import threading
 import time
 import traceback
 from pathlib import Path
-from typing import Optional
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode  # imported ahead of the pair: it takes a while
 
-from harness.common import channel, check, handover, protocol, procs, stopping
+from harness.common import protocol, stopping
 from harness.common.config import Config, PRECISIONS
 from harness.common.devices import is_gpu, torch_device
-from harness.common.extensions import build_failure, candidate_build_env
 from harness.common.procs import adopt_orphans, children, kill_orphans, make_undumpable, my_children
 from harness.common.records import Result, failure, one_line
 from harness.common.verdict import PASSING_FLAGS, Status, Verdict
-from harness.judge.memory import dump_memory_history, record_memory_history, release_cached_memory
-from harness.judge.reference import NO_CUDA, OUT_OF_MEMORY, Reference
+from harness.judge.memory import dump_memory_history, record_memory_history
+from harness.judge.context import PairContext
+from harness.judge.reference import Reference
 from harness.judge.sandbox import Sandbox, WorkerFailure
 from harness.judge.timing import PairTiming
 from harness.judge.trials import Trials
+from harness.judge.workers import PairWorkers
 from harness.worker import timing
 
 
 class PairJudge:
     """Judges one (problem, candidate) pair on one device: correctness here, then timing (PairTiming)."""
 
-    def __init__(self, job: protocol.PairJob, workers: tuple, helpers: frozenset, report=None):
+    def __init__(self, job: protocol.PairJob, workers: tuple, helpers: frozenset, report=None, gated: bool = False,
+                 worker_threads: int = 1):
         self.job, self.block = job, job.block
         self.cfg = job.config if self.block == 1 else confirmation_config(job.config)
         self.report = report  # the runner's pipe: each stage is announced there (Reporter.send)
@@ -49,171 +50,16 @@ class PairJudge:
                              device=str(self.device), gpu=gpu_name(self.device), precision=self.cfg.precision,
                              mode=self.cfg.mode)
         self.reference = Reference(job, self.cfg, self.device, self.dtype, self.note, self.phase)
-        self.sandbox, self.ref_sandbox = workers  # the candidate's worker; the reference's timing worker
+        self.workers = PairWorkers(job, self.cfg, self.device, self.dtype, self.reference, workers)
         self.helpers = helpers  # our own children that are no orphans (torch's shared-memory manager)
-        # The reference's worker's scheduling before candidate code ran: PairTiming checks that only we change it.
-        self.ref_schedule: Optional[procs.Schedule] = None
-        self.on_reference_side = False  # inside reference_side(): a worker's failure there is the reference's
-        self.gated = False  # the runner says when to time (protocol.Go): judges ahead may be starting CUDA
-        self.worker_threads = torch.get_num_threads()  # what the workers compute with (main() sets it)
-        self.reference_worker_called = False  # has the reference's timing worker made its first call (trial 1)?
-        self.trials = Trials(self)
-
-    @property
-    def memory(self):
-        """The pair's memory accounting (the reference's PairMemory, sized when the problem loads)."""
-        return self.reference.memory
-
-    def restart_state(self) -> None:
-        """A stateful problem's second attempt starts where the first did: both models as constructed."""
-        if self.reference.stateful:
-            self.reference.restart()
-            self.expect_ok(self.sandbox.request("restore_state", self.cfg.timeout))
+        self.context = PairContext(job, self.cfg, self.device, self.result, self.reference, self.workers, self.phase,
+                                   self.note, gated, worker_threads)
+        self.trials = Trials(self.context)
 
     def note(self, text: str) -> None:
         """A note for the result, once."""
         if text not in self.result.notes:
             self.result.notes.append(text)
-
-    def import_both(self) -> None:
-        """Both workers greeted and their code imported at once (the candidate's extension builds run now)."""
-        env = {}
-        if self.device.type == "cuda" and "TORCH_CUDA_ARCH_LIST" not in os.environ:
-            major, minor = torch.cuda.get_device_capability(self.device)
-            env["TORCH_CUDA_ARCH_LIST"] = f"{major}.{minor}"  # build for this GPU only: much faster
-        # The reference's worker as no candidate code has touched it: timing checks that it stays so (PairTiming).
-        self.ref_schedule = procs.Schedule.read(self.ref_sandbox.proc.pid)
-        # Only the candidate gets the build folders (and the lock, held until ModelNew is built).
-        self.sandbox.greet(str(self.device), self.cfg.cold_cache, {**env, **candidate_build_env(self.job.build_dir)})
-        with self.reference_side():
-            self.ref_sandbox.greet(str(self.device), self.cfg.cold_cache, env)
-        self.sandbox.send("import", path=self.job.solution_path, source=self.job.solution_source,
-                          overrides=self.job.overrides, class_name="ModelNew", module_name="candidate_module",
-                          problem=[self.reference.problem_source, self.job.problem_path])
-        with self.reference_side():
-            self.ref_sandbox.send("import", path=self.job.problem_path, source=self.reference.problem_source,
-                                  overrides=self.job.overrides, class_name="Model", module_name="reference_module")
-        self.expect_ok(self.sandbox.receive("import", self.cfg.compile_timeout), self.sandbox)
-        with self.reference_side():
-            self.expect_ok(self.ref_sandbox.receive("import", self.cfg.compile_timeout), self.ref_sandbox)
-
-    def construct_both(self) -> None:
-        """Both models built, the reference's first: the candidate never runs while its weights' copy is unread."""
-        with self.reference_side():
-            self.construct(self.ref_sandbox)
-        reply = self.construct(self.sandbox)
-        self.result.compile_s = round(float(reply["build_s"]), 3)
-        release_cached_memory(self.device, outboxes=self.outboxes())  # the weights' copy's pool, kept else in trial 1
-
-    def construct(self, sandbox: Sandbox) -> dict:
-        """Build one worker's model (the reference's with a copy of our weights, the candidate's with its own)."""
-        state = None
-        if sandbox is self.ref_sandbox:
-            assert sandbox.outbox is not None  # made when it was greeted
-            state = sandbox.outbox.state_copy(self.reference.model.state_dict())
-        self.hand_over()
-        # A candidate may build its extension in __init__: construction gets the build's time limit too.
-        dtype = None if self.dtype is None else str(self.dtype).removeprefix("torch.")
-        reply = sandbox.request("construct", self.cfg.timeout + self.cfg.compile_timeout, state_dict=state, dtype=dtype,
-                                init_args=self.reference.init_args, init_seed=self.cfg.init_seed, mode=self.cfg.mode)
-        return self.expect_ok(reply, sandbox)
-
-    def adopt_reference_weights(self) -> bool:
-        """The reference's weights over the candidate's where names and shapes match; True when any changed."""
-        constructed = {name: self.reference.constructed_buffers.get(name, value)
-                       for name, value in self.reference.model.state_dict().items()}
-        state = self.sandbox.outbox.state_copy(constructed)
-        del constructed
-        self.hand_over()
-        reply = self.expect_ok(self.sandbox.request("adopt_weights", self.cfg.timeout, state_dict=state))
-        del state
-        release_cached_memory(self.device, outboxes=self.outboxes())
-        changed = reply.get("changed_tensors") if isinstance(reply, dict) else None
-        return isinstance(changed, int) and changed > 0
-
-    def expect_ok(self, reply: channel.Reply, sandbox: Sandbox | None = None):
-        """The payload of an Ok reply; a Failed one ends the pair with its status."""
-        if isinstance(reply, channel.Ok):
-            return reply.payload
-        status, message = reply.status, reply.message
-        if status == Status.COMPILE_ERROR:  # torch quotes the whole build log: keep its gist
-            message = build_failure(message, (sandbox or self.sandbox).log.text()) or message
-        if self.device.type == "cpu" and NO_CUDA.search(message):
-            raise Verdict(Status.SKIPPED, f"needs a CUDA GPU, device is cpu ({message})")
-        if (status == Status.RUNTIME_ERROR and self.device.type == "cuda" and not self.on_reference_side
-                and OUT_OF_MEMORY.search(message)):
-            raise self.memory.worker_out_of_memory(message)
-        raise Verdict(status, message)
-
-    def run_candidate(self, shared: list, ref_out, seed: int, restore: bool = False) -> dict:
-        """One candidate call on the shared inputs, seeded as the reference's; its reply, structure-checked."""
-        sizes = poison_sizes(ref_out)
-        # Our cached blocks back: the candidate's library chooses its algorithm by the room it finds.
-        release_cached_memory(self.device)
-        self.hand_over()
-        if restore and self.reference.stateful:
-            self.expect_ok(self.sandbox.request("restore_state", self.cfg.timeout))
-        reply = self.expect_ok(self.sandbox.request("run", self.cfg.timeout, inputs=shared, poison_sizes=sizes,
-                                                    seed=seed, keep_state=bool(self.reference.stateful)))
-        problem = check.structure_problem(ref_out, reply)
-        if problem:
-            raise Verdict(Status.INCORRECT, problem)
-        return reply
-
-    def release_trial(self) -> None:
-        """After a trial: the candidate's worker lets go of its call's tensors, and we of our cached blocks."""
-        self.expect_ok(self.sandbox.request("release_outputs", self.cfg.timeout))
-        release_cached_memory(self.device, outboxes=self.outboxes())
-
-    def reference_worker_first_call(self, inputs: list, ref_out, seed: int) -> None:
-        """The reference's worker's first call, on trial 1's inputs beside what the candidate's first call will have
-        (docs/decisions/judge-pair.md)."""
-        if self.reference_worker_called:
-            return
-        # What the candidate's __init__ left cached (a warm-up call, say) back first.
-        self.expect_ok(self.sandbox.request("release_memory", self.cfg.timeout, workspaces=True))
-        release_cached_memory(self.device, outboxes=self.outboxes())
-        with self.reference_side():
-            shared = self.ref_sandbox.outbox.copies(inputs)
-            self.hand_over()
-            self.expect_ok(self.ref_sandbox.request("run", self.cfg.timeout, inputs=shared,
-                                                    poison_sizes=poison_sizes(ref_out), seed=seed))
-            del shared
-            self.expect_ok(self.ref_sandbox.request("release_outputs", self.cfg.timeout))
-            self.expect_ok(self.ref_sandbox.request("release_memory", self.cfg.timeout, workspaces=True))
-        release_cached_memory(self.device, outboxes=self.outboxes())
-        self.reference_worker_called = True  # (only now: a trial that ran out of memory first runs it again)
-
-    def release_all_caches(self) -> None:
-        """Both workers', then this process's cached GPU memory handed back (the GPU was full)."""
-        with self.reference_side():
-            self.ref_sandbox.request("release_memory", self.cfg.timeout)
-        self.sandbox.request("release_memory", self.cfg.timeout)
-        release_cached_memory(self.device, outboxes=self.outboxes())
-
-    def outboxes(self) -> list:
-        """Where the workers' handed tensors are allocated (each a pool of its own), once they are greeted."""
-        return [s.outbox for s in (self.sandbox, self.ref_sandbox) if s is not None and s.outbox is not None]
-
-    def hand_over(self) -> None:
-        """Our GPU work done before a worker reads what we send it (handover.ready)."""
-        handover.ready(self.device)
-
-    @contextlib.contextmanager
-    def reference_side(self):
-        """A failure in here is the harness's, unless the candidate's worker held the memory it ran out of."""
-        self.on_reference_side = True
-        try:
-            yield
-        except (Verdict, WorkerFailure) as exc:
-            message = f"the reference's timing worker failed: {exc}"
-            raise self.blame_for_memory(message) or Verdict(Status.HARNESS_ERROR, message) from None
-        finally:
-            self.on_reference_side = False
-
-    def blame_for_memory(self, message: str) -> Verdict | None:
-        """Whose an out-of-memory of the judge or the reference's worker was (PairMemory.blame), if it was one."""
-        return self.memory.blame(message, self.sandbox.proc.pid, self.ref_sandbox.proc.pid)
 
     @contextlib.contextmanager
     def phase(self, name: str):
@@ -239,23 +85,23 @@ class PairJudge:
         try:
             with self.phase("reference"):
                 self.reference.load()
-                self.memory.check(self.report)
+                self.reference.memory.check(self.report)
                 self.reference.build()
             with self.phase("build"):
-                self.import_both()
+                self.workers.import_both()
             with self.phase("workers"):
-                self.construct_both()
+                self.result.compile_s = self.workers.construct_both()
             with self.phase("correctness"):
                 self.trials.run()
             self.reference.start_timing()
-            PairTiming(self).time_pair()
+            PairTiming(self.context, self.trials).time_pair()
         except Verdict as verdict:
             self.end_with(verdict)
         except WorkerFailure as failure_:
             self.end_with(Verdict(failure_.status, str(failure_)))
         except torch.cuda.OutOfMemoryError as exc:  # in this process: the reference's outputs, inputs or checks
             message = f"the judge ran out of GPU memory in stage '{self.stage}': {exc}"
-            self.end_with(self.blame_for_memory(message) or Verdict(Status.HARNESS_ERROR, message))
+            self.end_with(self.workers.blame_for_memory(message) or Verdict(Status.HARNESS_ERROR, message))
         except Exception as exc:  # the harness's own failure, never the candidate's status
             traceback.print_exc()
             self.end_with(Verdict(Status.HARNESS_ERROR, f"harness error in stage '{self.stage}': "
@@ -277,11 +123,11 @@ class PairJudge:
         if self.reference.stateful:
             self.result.stateful = True
         with self.phase("finish.workers"):
-            infos = close_workers(self.sandbox, self.ref_sandbox, self.job.log_path)
+            infos = close_workers(self.workers.sandbox, self.workers.ref_sandbox, self.job.log_path)
         with self.phase("finish.orphans"):
             self.result.orphans_killed = kill_orphans(self.helpers) or None  # processes the workers left behind
         dump_memory_history(self.device, f"{self.job.problem}__{self.job.solution}")
-        peak_mb = max(self.memory.peak_reserved / 2**20, timing.peak_memory_mb(self.device))
+        peak_mb = max(self.reference.memory.peak_reserved / 2**20, timing.peak_memory_mb(self.device))
         record_peaks(self.result, peak_mb, infos, self.device.type == "cuda")
 
 
@@ -313,11 +159,6 @@ def confirmation_config(cfg: Config) -> Config:
     """A confirmation block's settings (runner/blocks.py): one trial, half the rounds and seconds, fresh workers."""
     return cfg.replace(trials=1, wide_trials=0, max_rounds=max(cfg.min_rounds, cfg.max_rounds // 2),
                        max_timing_s=cfg.max_timing_s / 2)
-
-
-def poison_sizes(ref_out) -> list:
-    """The byte sizes of the reference's outputs: what a worker poisons free blocks of before a correctness call."""
-    return [t.numel() * t.element_size() for t in check.items(ref_out)]
 
 
 def reported_count(info, key: str):
@@ -396,8 +237,7 @@ def judge_pair(message: protocol.Job, workers: tuple, helpers: frozenset, report
     try:
         if is_gpu(job.device):  # what PyTorch makes on "the current device" (memory pools) is the pair's
             torch.cuda.set_device(torch_device(job.device))
-        judge = PairJudge(job, workers, helpers, report)
-        judge.worker_threads, judge.gated = worker_threads, message.gated
+        judge = PairJudge(job, workers, helpers, report, gated=message.gated, worker_threads=worker_threads)
         judge.result.phases_s = {"judge_start": round(waited_s, 3), **start_up.phases(sent_at)}
         return judge.run()
     except Exception as exc:

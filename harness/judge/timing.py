@@ -1,5 +1,5 @@
 """The timing phase of a pair: alternating rounds of both workers, then statistics, roofline, clocks and flags.
-PairTiming works through its PairJudge; this module never imports judge.py."""
+PairTiming works through its pair's context (context.PairContext); this module never imports judge.py."""
 from __future__ import annotations
 
 import math
@@ -73,18 +73,18 @@ class ReferenceRescheduled(Exception):
 class PairTiming:
     """The timing phase of one pair, run by its PairJudge."""
 
-    def __init__(self, judge):
-        self.judge, self.reference = judge, judge.reference
-        self.cfg, self.job, self.device, self.result = judge.cfg, judge.job, judge.device, judge.result
-        self.sandbox, self.ref_sandbox = judge.sandbox, judge.ref_sandbox
-        self.phase, self.reference_side, self.expect_ok = judge.phase, judge.reference_side, judge.expect_ok
-        self.hand_over = judge.hand_over
+    def __init__(self, ctx, trials):
+        self.ctx, self.trials, self.reference, self.workers = ctx, trials, ctx.reference, ctx.workers
+        self.cfg, self.job, self.device, self.result = ctx.cfg, ctx.job, ctx.device, ctx.result
+        self.sandbox, self.ref_sandbox = ctx.workers.sandbox, ctx.workers.ref_sandbox
+        self.phase, self.reference_side, self.expect_ok = ctx.phase, ctx.workers.reference_side, ctx.workers.expect_ok
+        self.hand_over = ctx.workers.hand_over
         self.round_inputs = None
 
     def time_pair(self) -> None:
         """Set up and run the rounds (the reference in a worker too: an A/A pair is a tie)."""
         with self.phase("timing_setup"):
-            if self.judge.gated:  # the runner says when the judges ahead are done with CUDA
+            if self.ctx.gated:  # the runner says when the judges ahead are done with CUDA
                 with self.phase("timing_setup.turn"):
                     protocol.next_from_runner()
             self.share_one_cpu()
@@ -97,7 +97,7 @@ class PairTiming:
         if self.device.type == "cuda" and self.cfg.workers_share_cpu:
             cpu = procs.cpu_for_gpu(self.device.index or 0)
             if procs.share_one_cpu([self.ref_sandbox.proc.pid, self.sandbox.proc.pid], cpu):
-                self.judge.ref_schedule.pin(cpu)  # not a change the scheduling check sees
+                self.workers.ref_schedule.pin(cpu)  # not a change the scheduling check sees
 
     def time_rounds(self) -> None:
         """The rounds, then after_rounds; a rescheduled reference voids the speedup."""
@@ -158,7 +158,7 @@ class PairTiming:
 
     def check_reference_scheduling(self) -> None:
         """Raise ReferenceRescheduled if the reference's scheduling changed (docs/threat-model.md)."""
-        changes = self.judge.ref_schedule.changes()
+        changes = self.workers.ref_schedule.changes()
         if changes:
             more = f"; {len(changes) - 3} more" if len(changes) > 3 else ""
             raise ReferenceRescheduled("; ".join(changes[:3]) + more)
@@ -190,7 +190,7 @@ class PairTiming:
     def time_disagrees(self, ref_ms, ref_judged, new_ms, new_judged, judge_timer: timing.Timer) -> bool:
         """timer_disagrees with the judge's own flush time."""
         cold = self.cfg.cold_cache
-        with timing.threads(self.judge.worker_threads):  # as the workers' threads make it
+        with timing.threads(self.ctx.worker_threads):  # as the workers' threads make it
             flush_ms = statistics.median(judge_timer.window(judge_timer.flush)[0] for _ in range(5)) if cold else 0.0
         r = self.result
         return timer_disagrees(Requests(ref_ms, ref_judged, r.ref_timer, r.ref_batch or 1),
@@ -237,7 +237,7 @@ class PairTiming:
             raise Verdict(Status.INCORRECT, f"timing round {index + 1}: the timed call returned its input's own "
                                             "storage as its output, which no trial call did", "wrong_timed_output")
         try:
-            self.judge.trials.check_outputs(self.round_inputs, ref_out, reply, f"timing round {index + 1}", None)
+            self.trials.check_outputs(self.round_inputs, ref_out, reply, f"timing round {index + 1}", None)
         except Verdict as verdict:
             verdict.flags.append("wrong_timed_output")
             raise
@@ -248,7 +248,7 @@ class PairTiming:
             return make()
         except torch.cuda.OutOfMemoryError:
             pass  # leave the except block first: its traceback holds make()'s memory
-        self.judge.release_all_caches()
+        self.workers.release_all_caches()
         return make()
 
     def record_timing(self, ref_ms: list, new_ms: list, tight: bool, clocks) -> None:
@@ -277,11 +277,11 @@ class PairTiming:
         """Speed-of-light figures; below_roofline under the floor."""
         r = self.result
         try:
-            with self.judge.memory.left_out_of_peak():
+            with self.ctx.memory.left_out_of_peak():
                 peaks = roofline.device_peaks(self.device, self.reference.compute_dtype, Path(self.job.peaks_dir))
         except torch.cuda.OutOfMemoryError:  # beside a full GPU: a later pair measures them
             release_cached_memory(self.device)
-            self.judge.note("no speed of light: the device's peaks could not be measured beside this pair (out of "
+            self.ctx.note("no speed of light: the device's peaks could not be measured beside this pair (out of "
                             "GPU memory); a later pair measures them")
             return
         tf32 = self.reference.tf32_flops if self.reference.compute_dtype == torch.float32 else 0
@@ -319,7 +319,7 @@ class Rounds:
         self.rng = random.Random(pair.reference.timing_seed())
         self.checked: list[int] = []
         self.first: list[Optional[str]] = []  # "R" or "N": who opened each round
-        self.replaces = replaces_every_round(pair.device, pair.cfg, pair.judge.block, pair.result.ref_timer)
+        self.replaces = replaces_every_round(pair.device, pair.cfg, pair.job.block, pair.result.ref_timer)
 
     def gpu_is_ours(self) -> None:
         """Drain other GPU work before each side's window: docs/decisions/timing-rounds.md"""

@@ -22,7 +22,7 @@ class TimingSetup:
     """The timing_setup stage of one pair, through its PairTiming."""
 
     def __init__(self, pair_timing):
-        self.judge, self.reference = pair_timing.judge, pair_timing.reference
+        self.workers, self.reference = pair_timing.workers, pair_timing.reference
         self.cfg, self.job, self.device, self.result = (pair_timing.cfg, pair_timing.job, pair_timing.device,
                                                         pair_timing.result)
         self.sandbox, self.ref_sandbox = pair_timing.sandbox, pair_timing.ref_sandbox
@@ -39,7 +39,7 @@ class TimingSetup:
             with self.phase("timing_setup.flops"):
                 self.reference.call(self.reference.make_inputs(trial, wide=False), count_flops=True)
         self.result.flops, self.result.tf32_flops = self.reference.flops, self.reference.tf32_flops
-        release_cached_memory(self.device, outboxes=self.judge.outboxes())
+        release_cached_memory(self.device, outboxes=self.workers.outboxes())
         with self.phase("timing_setup.prepare"):
             self.send_timing_inputs(trial)
             self.prepare_sides()
@@ -77,7 +77,7 @@ class TimingSetup:
         free_before = free_memory(self.device) if gpu else 0
         self.prepare_side(reference=True, allow_graph=True)
         if gpu:
-            self.judge.memory.check_room_alike(free_before, free_memory(self.device))
+            self.reference.memory.check_room_alike(free_before, free_memory(self.device))
         ref = methods.named(self.result.ref_timer)
         windows = self.result.ref_batch if ref and not ref.batched else None
         self.prepare_side(reference=False, allow_graph=True, windows=windows)
@@ -135,7 +135,7 @@ class TimingSetup:
         self.expect_ok(self.sandbox.request("set_timing_inputs", self.cfg.timeout, inputs=new_inputs,
                                             stateful=bool(self.reference.stateful)))
         del new_inputs
-        release_cached_memory(self.device, outboxes=self.judge.outboxes())
+        release_cached_memory(self.device, outboxes=self.workers.outboxes())
 
     def prepare_again(self, sandbox, allow_graph: bool = False, batched: bool = False, batch: int | None = None,
                       windows: int | None = None) -> tuple:

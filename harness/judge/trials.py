@@ -25,9 +25,9 @@ RANDOM_REFERENCE = ("the reference draws random numbers (Dropout in training mod
 class Trials:
     """The correctness phase of one pair, run by its PairJudge."""
 
-    def __init__(self, judge):
-        self.judge, self.cfg, self.result, self.phase = judge, judge.cfg, judge.result, judge.phase
-        self.reference = judge.reference
+    def __init__(self, ctx):
+        self.ctx, self.cfg, self.result, self.phase = ctx, ctx.cfg, ctx.result, ctx.phase
+        self.reference, self.workers, self.note = ctx.reference, ctx.workers, ctx.note
         self.problem_checked = False  # the problem's checks done (trials 1-2)
         self.problem_check = None
         self.ref_err = self.new_err = 0.0  # maxima vs float64, in tolerances
@@ -40,8 +40,8 @@ class Trials:
         except Verdict as first:
             if not first.weights_may_explain:
                 raise
-            self.judge.restart_state()
-            if not self.judge.adopt_reference_weights():
+            self.workers.restart_state()
+            if not self.workers.adopt_reference_weights():
                 raise
             kept = self.forget_findings()
             try:
@@ -82,13 +82,13 @@ class Trials:
         try:
             return self.one_trial(trial, total)
         except torch.cuda.OutOfMemoryError as exc:
-            self.judge.note(f"trial {trial + 1}: the judge ran out of GPU memory ({one_line(str(exc), 120)}); tried "
+            self.note(f"trial {trial + 1}: the judge ran out of GPU memory ({one_line(str(exc), 120)}); tried "
                             f"once "
                             f"more after every cache was handed back")
         # out of the except block: its traceback held the trial's tensors
         self.result.flags = flags
-        self.judge.expect_ok(self.judge.sandbox.request("release_outputs", self.cfg.timeout))
-        self.judge.release_all_caches()
+        self.workers.expect_ok(self.workers.sandbox.request("release_outputs", self.cfg.timeout))
+        self.workers.release_all_caches()
         self.one_trial(trial, total)
 
     def one_trial(self, trial: int, total: int) -> None:
@@ -102,13 +102,13 @@ class Trials:
             self.reference.measure_sizes(inputs, ref_out)
         if not self.problem_checked:
             self.check_problem(trial, total, check.items(ref_out))
-        if trial == 0:  # see judge.reference_worker_first_call
+        if trial == 0:  # see PairWorkers.reference_worker_first_call
             with self.phase("correctness.reference_worker"):
-                self.judge.reference_worker_first_call(inputs, ref_out, seed)
+                self.workers.reference_worker_first_call(inputs, ref_out, seed)
         try:
             with self.phase("correctness.candidate"):
-                shared = self.judge.sandbox.outbox.copies(inputs)
-                reply = self.judge.run_candidate(shared, ref_out, seed)
+                shared = self.workers.sandbox.outbox.copies(inputs)
+                reply = self.workers.run_candidate(shared, ref_out, seed)
         except Verdict as verdict:
             verdict.error = f"{label}: {verdict.error}"
             raise
@@ -124,7 +124,7 @@ class Trials:
                 self.flag_once("output_aliases_input")
         del inputs, shared, reply, ref_out
         with self.phase("correctness.release"):
-            self.judge.release_trial()
+            self.workers.release_trial()
 
     def reference_trial(self, trial: int, wide: bool, seed: int) -> tuple:
         """reference_on; ordinary inputs (noted) if the reference rejects wide ones."""
@@ -133,7 +133,7 @@ class Trials:
         except Verdict as verdict:
             if not wide or verdict.status != Status.HARNESS_ERROR:  # its forward raised
                 raise
-            self.judge.note(f"the reference rejected the wide inputs ({one_line(verdict.error, 160)}): those trials "
+            self.note(f"the reference rejected the wide inputs ({one_line(verdict.error, 160)}): those trials "
                             f"ran "
                             f"on get_inputs() as it is")
         return self.reference_on(trial, False, seed)
@@ -150,14 +150,14 @@ class Trials:
             return inputs, ref_out, None
         truth, drawn = first
         if drawn != check.input_fingerprint(inputs):
-            self.judge.note("no float64 truth: get_inputs() gave other inputs under the same seed")
+            self.note("no float64 truth: get_inputs() gave other inputs under the same seed")
             return inputs, ref_out, None
         return inputs, ref_out, truth
 
     def check_problem(self, trial: int, total: int, outputs: list) -> None:
         """The lint's checks on the reference's outputs: degenerate_problem."""
         if trial == 0:  # afresh: a second attempt starts again here
-            self.problem_check = lint.ProblemCheck(self.cfg, self.judge.job.problem)
+            self.problem_check = lint.ProblemCheck(self.cfg, self.ctx.job.problem)
             if self.reference.random_reference and RANDOM_REFERENCE not in self.result.notes:
                 self.result.notes.append(RANDOM_REFERENCE)
         self.problem_check.see(outputs)
@@ -207,7 +207,7 @@ class Trials:
             return False, f"no float64 truth fitted for these inputs; {measured}: beyond the room that leaves"
         self.flag_once("within_reference_error")
         if not any(note.startswith(WITHIN_REFERENCE_ERROR) for note in self.result.notes):
-            self.judge.note(f"{WITHIN_REFERENCE_ERROR}{where}: outside the tolerance (max abs err "
+            self.note(f"{WITHIN_REFERENCE_ERROR}{where}: outside the tolerance (max abs err "
                             f"{comparison.max_abs_err:.3g}), {measured}: within what that allows a candidate as "
                             f"accurate as it (no float64 truth fitted for these inputs)")
         return True, None
@@ -233,7 +233,7 @@ class Trials:
         """Aliasing and run-to-run determinism."""
         if reply.get("aliases_input") or check.aliases_input(reply["items"], shared, inputs):
             self.result.flags.append(flag("output_aliases_input"))
-        again = self.judge.run_candidate(shared, ref_out, seed, restore=True)
+        again = self.workers.run_candidate(shared, ref_out, seed, restore=True)
         if all(check.same_bits(a, b) for a, b in zip(reply["items"], again["items"])):
             return
         chunk = self.cfg.compare_chunk_elems
