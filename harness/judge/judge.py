@@ -38,7 +38,7 @@ class PairJudge:
     """Judges one (problem, candidate) pair on one device: correctness here, then timing (PairTiming)."""
 
     def __init__(self, job: protocol.PairJob, workers: tuple, helpers: frozenset, report=None, gated: bool = False,
-                 worker_threads: int = 1):
+                 worker_threads: int | None = None):
         self.job, self.block = job, job.block
         self.cfg = job.config if self.block == 1 else confirmation_config(job.config)
         self.report = report  # the runner's pipe: each stage is announced there (Reporter.send)
@@ -53,7 +53,7 @@ class PairJudge:
         self.workers = PairWorkers(job, self.cfg, self.device, self.dtype, self.reference, workers)
         self.helpers = helpers  # our own children that are no orphans (torch's shared-memory manager)
         self.context = PairContext(job, self.cfg, self.device, self.result, self.reference, self.workers, self.phase,
-                                   self.note, gated, worker_threads)
+                                   self.note, gated, worker_threads or torch.get_num_threads())
         self.trials = Trials(self.context)
 
     def note(self, text: str) -> None:
