@@ -48,10 +48,10 @@ def test_an_output_that_is_an_input_in_a_later_trial_only_is_flagged():
     trials.check_outputs = lambda *args, **kwargs: None
     trials.first_trial_guards = lambda *args: None  # trial 1's own checks: its reply said no alias
     trials.one_trial(0, 3)
-    assert "output_aliases_input" not in judge.result.flags
+    assert "output_aliases_input" not in trials.report.flags
     trials.one_trial(1, 3)
     trials.one_trial(2, 3)
-    assert judge.result.flags.count("output_aliases_input") == 1
+    assert trials.report.flags.count("output_aliases_input") == 1
 
 
 def test_the_reference_worker_first_calls_beside_what_the_candidate_has():
@@ -131,7 +131,7 @@ def test_a_trial_the_judge_ran_out_of_memory_in_runs_once_more_after_every_cache
         return {"items": [out]}
 
     def check_outputs(*args, **kwargs):
-        judge.result.flags.append("output_aliases_input")  # a finding of the attempt: found once, not once an attempt
+        trials.report.flags.append("output_aliases_input")  # a finding of the attempt: found once, not once an attempt
         if next(shortages):
             raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 6.00 GiB")
 
@@ -155,7 +155,7 @@ def test_a_trial_the_judge_ran_out_of_memory_in_runs_once_more_after_every_cache
     trials.first_trial_guards = lambda *args: None
     trials.trial_retried_when_full(0, 3)
     assert events == ["candidate", "note", "release_outputs", ("released", True), "candidate"]
-    assert judge.result.flags == ["output_aliases_input"]
+    assert trials.report.flags == ["output_aliases_input"]
     with pytest.raises(torch.cuda.OutOfMemoryError):  # short twice: the judge's run() attributes it
         trials.trial_retried_when_full(1, 3)
 
@@ -197,9 +197,9 @@ def test_with_no_truth_for_its_inputs_an_output_within_the_references_own_error_
     tf32_like = trials_without_a_truth(check.TruthError(33.0, 400))
     for round_ in (4, 8):  # the note once
         tf32_like.check_outputs([ref], ref, {"items": [apart]}, f"timing round {round_}", None)
-    result = tf32_like.result
+    result = tf32_like.ctx.result
     assert len(result.notes) == 1 and result.notes[0].startswith(judge_trials.WITHIN_REFERENCE_ERROR + "timing round 4")
-    assert result.flags == ["within_reference_error"]
+    assert tf32_like.report.flags == ["within_reference_error"]
     for trials, bad, says in ((trials_without_a_truth(check.TruthError(0.0, 0)), apart, "beyond the room"),
                               (trials_without_a_truth(), apart, None),
                               (tf32_like, ref + 0.1, "beyond the room")):  # 500-1000 tolerances: beyond 3 x 33
@@ -232,4 +232,33 @@ def test_the_room_is_the_ordinary_trials_worst_and_never_excuses_a_candidate_the
     generous = trials_without_a_truth(check.TruthError(1e3, 1000))
     with pytest.raises(Verdict) as raised:  # 250-500 tolerances from the truth, 15-30 for the reference: not as accurate
         generous.check_outputs([truth], off, {"items": [(truth + 0.05).float()]}, "trial 3/7", 2, truth=truth.float())
-    assert "against float64" in raised.value.error and "within_reference_error" not in generous.result.flags
+    assert "against float64" in raised.value.error and "within_reference_error" not in generous.report.flags
+
+
+def test_the_report_goes_into_the_result_once_and_again_with_the_timed_rounds_findings():
+    """CorrectnessReport.write_into: figures set, flags added after what the Result holds, none twice."""
+    from harness.judge.trials import CorrectnessReport
+    from harness.common.records import Result
+    from harness.common.verdict import Status
+
+    result = Result(problem="p", solution="s", status=Status.CORRECT, flags=["interference"])
+    report = CorrectnessReport(trials=7, flags=["accurate_vs_fp64"], max_abs_err=0.5, problem_findings=["constant"])
+    report.write_into(result)
+    report.flags.append("within_reference_error")  # a timed round's check
+    report.write_into(result)
+    assert result.flags == ["interference", "accurate_vs_fp64", "within_reference_error"]
+    assert (result.trials, result.max_abs_err, result.problem_findings) == (7, 0.5, ["constant"])
+
+
+def test_a_second_attempt_forgets_the_trials_findings_but_not_the_problems():
+    from types import SimpleNamespace
+
+    from harness.judge.trials import CorrectnessReport, Trials
+
+    trials = Trials(SimpleNamespace(cfg=None, phase=None, reference=None, workers=None, note=None))
+    first = CorrectnessReport(trials=None, flags=["degenerate_problem", "nondeterministic"], max_abs_err=3.0,
+                              problem_findings=["constant"])
+    trials.ref_err = 5.0
+    second = trials.afresh(first)
+    assert second.flags == ["degenerate_problem"] and second.problem_findings == ["constant"]
+    assert second.max_abs_err is None and trials.ref_err == 0.0 and first.flags[-1] == "nondeterministic"

@@ -141,8 +141,8 @@ def under_minimum(result, bar: float) -> Optional[str]:
     resolution = getattr(result, "resolution_pct", None)
     if is_number(resolution) and is_number(result.speedup) and abs(result.speedup / bar - 1) * 100 < resolution:
         return (f"{undecided}; no number of rounds can decide it: the speedup lies within the harness's resolution "
-                f"here "
-                f"({resolution:g}%) of the bar, so only a speedup further from it (or a bar further from it) decides")
+                f"here ({resolution:g}%) of the bar, so only a speedup further from it (or a bar further from it) "
+                f"decides")
     return f"{undecided}; more rounds (max_rounds, max_timing_s, gate_timing_s) may decide"
 
 

@@ -83,18 +83,7 @@ class PairJudge:
         """Judge the pair; every path ends in exactly one Result."""
         record_memory_history(self.device)
         try:
-            with self.phase("reference"):
-                self.reference.load()
-                self.reference.memory.check(self.report)
-                self.reference.build()
-            with self.phase("build"):
-                self.workers.import_both()
-            with self.phase("workers"):
-                self.result.compile_s = self.workers.construct_both()
-            with self.phase("correctness"):
-                self.trials.run()
-            self.reference.start_timing()
-            PairTiming(self.context, self.trials).time_pair()
+            self.stages()
         except Verdict as verdict:
             self.end_with(verdict)
         except WorkerFailure as failure_:
@@ -110,6 +99,25 @@ class PairJudge:
             with self.phase("finish"):
                 self.finish()
         return self.result
+
+    def stages(self) -> None:
+        """The pair's stages in order; the correctness findings written into the Result however they end."""
+        try:
+            with self.phase("reference"):
+                self.reference.load()
+                self.reference.memory.check(self.report)
+                self.reference.build()
+            with self.phase("build"):
+                self.workers.import_both()
+            with self.phase("workers"):
+                self.result.compile_s = self.workers.construct_both()
+            with self.phase("correctness"):
+                self.trials.run()
+            self.trials.report.write_into(self.result)  # the timing phase reads its flags
+            self.reference.start_timing()
+            PairTiming(self.context, self.trials).time_pair()
+        finally:
+            self.trials.report.write_into(self.result)  # with the timed rounds' checks
 
     def end_with(self, verdict: Verdict) -> None:
         """The pair's status, reason and flags from the verdict that ended it."""

@@ -3,12 +3,14 @@ guards, the problem's own checks, a second attempt with the reference's weights.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
+from typing import Optional
 
 import torch
 
 from harness.common import check, semantics
 from harness.judge import lint
-from harness.common.records import one_line
+from harness.common.records import Result, one_line
 from harness.common.verdict import Status, Verdict, flag
 
 NONDETERMINISM_RATIO = 4.0  # spread over this many times the reference's: nondeterministic ...
@@ -16,18 +18,39 @@ NONDETERMINISM_RATIO = 4.0  # spread over this many times the reference's: nonde
 NONDETERMINISM_SHARE = 0.01
 TRIAL_FLAGS = ("output_aliases_input", "nondeterministic", "reduced_precision", "accurate_vs_fp64",
                "within_reference_error")
-ATTEMPT_FIELDS = ("max_abs_err", "max_rel_err", "ref_err_vs_fp64", "new_err_vs_fp64", "trials")
 WITHIN_REFERENCE_ERROR = "within the reference's own error: "
 RANDOM_REFERENCE = ("the reference draws random numbers (Dropout in training mode, say): each correctness call of "
                     "both sides was seeded alike, no float64 truth was used, and timed outputs were not checked")
 
 
+@dataclass
+class CorrectnessReport:
+    """What the correctness checks found (the trials', and the timed rounds' outputs'), for the pair's Result."""
+
+    trials: Optional[int] = None  # trials run (None: not all of them)
+    flags: list = field(default_factory=list)
+    max_abs_err: Optional[float] = None
+    max_rel_err: Optional[float] = None
+    ref_err_vs_fp64: Optional[float] = None  # in tolerances
+    new_err_vs_fp64: Optional[float] = None
+    problem_findings: list = field(default_factory=list)  # the lint's, on the reference's outputs
+
+    def write_into(self, result: Result) -> None:
+        """Its figures into the Result, and its flags that are not there yet (again after the timed rounds)."""
+        result.trials, result.problem_findings = self.trials, self.problem_findings
+        result.max_abs_err, result.max_rel_err = self.max_abs_err, self.max_rel_err
+        result.ref_err_vs_fp64, result.new_err_vs_fp64 = self.ref_err_vs_fp64, self.new_err_vs_fp64
+        result.flags += [f for f in self.flags if f not in result.flags]
+
+
 class Trials:
-    """The correctness phase of one pair, run by its PairJudge."""
+    """The correctness phase of one pair, run by its PairJudge; its findings in `report`."""
 
     def __init__(self, ctx):
-        self.ctx, self.cfg, self.result, self.phase = ctx, ctx.cfg, ctx.result, ctx.phase
+        self.ctx, self.cfg, self.phase = ctx, ctx.cfg, ctx.phase
         self.reference, self.workers, self.note = ctx.reference, ctx.workers, ctx.note
+        self.report = CorrectnessReport()
+        self.within_noted = False  # the within_reference_error note written (once a pair)
         self.problem_checked = False  # the problem's checks done (trials 1-2)
         self.problem_check = None
         self.ref_err = self.new_err = 0.0  # maxima vs float64, in tolerances
@@ -43,50 +66,41 @@ class Trials:
             self.workers.restart_state()
             if not self.workers.adopt_reference_weights():
                 raise
-            kept = self.forget_findings()
+            kept, self.report = self.report, self.afresh(self.report)
             try:
                 self.all_trials()
             except Verdict as second:
-                self.restore_findings(kept)  # the first attempt's verdict and figures
-                self.result.notes.append(f"tried again with the reference's weights copied over its own: "
-                                         f"{one_line(second.error, 200)}")
+                self.report = kept  # the first attempt's verdict and figures
+                self.note(f"tried again with the reference's weights copied over its own: "
+                          f"{one_line(second.error, 200)}")
                 raise first from None
-            self.result.flags.append(flag("weights_copied"))
+            self.report.flags.append(flag("weights_copied"))
 
     def all_trials(self) -> None:
         total = self.cfg.total_trials
         for trial in range(total):
             self.trial_retried_when_full(trial, total)
-        self.result.trials = total
+        self.report.trials = total
         if self.new_err > 0.01 and self.new_err > self.cfg.reduced_precision_ratio * self.ref_err:
-            self.result.flags.append(flag("reduced_precision"))
+            self.report.flags.append(flag("reduced_precision"))
 
-    def forget_findings(self) -> dict:
-        """Forget the first attempt's findings; returned, to restore."""
-        r = self.result
-        kept = {name: getattr(r, name) for name in ATTEMPT_FIELDS} | {"flags": list(r.flags)}
-        r.flags = [f for f in r.flags if f not in TRIAL_FLAGS]
-        for name in ATTEMPT_FIELDS:
-            setattr(r, name, None)
+    def afresh(self, first: CorrectnessReport) -> CorrectnessReport:
+        """A second attempt's report: the problem's findings kept, the first attempt's trial findings forgotten."""
         self.ref_err = self.new_err = 0.0
         self.ref_err_by_output = {}
-        return kept
-
-    def restore_findings(self, kept: dict) -> None:
-        for name, value in kept.items():
-            setattr(self.result, name, value)
+        return CorrectnessReport(flags=[f for f in first.flags if f not in TRIAL_FLAGS],
+                                 problem_findings=list(first.problem_findings))
 
     def trial_retried_when_full(self, trial: int, total: int) -> None:
         """One trial; again after every cache is handed back if the judge ran out of GPU memory."""
-        flags = list(self.result.flags)  # found again by the second attempt
+        flags = list(self.report.flags)  # found again when the trial runs again
         try:
             return self.one_trial(trial, total)
         except torch.cuda.OutOfMemoryError as exc:
-            self.note(f"trial {trial + 1}: the judge ran out of GPU memory ({one_line(str(exc), 120)}); tried "
-                            f"once "
-                            f"more after every cache was handed back")
+            self.note(f"trial {trial + 1}: the judge ran out of GPU memory ({one_line(str(exc), 120)}); tried once "
+                      f"more after every cache was handed back")
         # out of the except block: its traceback held the trial's tensors
-        self.result.flags = flags
+        self.report.flags = flags
         self.workers.expect_ok(self.workers.sandbox.request("release_outputs", self.cfg.timeout))
         self.workers.release_all_caches()
         self.one_trial(trial, total)
@@ -133,9 +147,8 @@ class Trials:
         except Verdict as verdict:
             if not wide or verdict.status != Status.HARNESS_ERROR:  # its forward raised
                 raise
-            self.note(f"the reference rejected the wide inputs ({one_line(verdict.error, 160)}): those trials "
-                            f"ran "
-                            f"on get_inputs() as it is")
+            self.note(f"the reference rejected the wide inputs ({one_line(verdict.error, 160)}): those trials ran "
+                      f"on get_inputs() as it is")
         return self.reference_on(trial, False, seed)
 
     def reference_on(self, trial: int, wide: bool, seed: int) -> tuple:
@@ -158,12 +171,12 @@ class Trials:
         """The lint's checks on the reference's outputs: degenerate_problem."""
         if trial == 0:  # afresh: a second attempt starts again here
             self.problem_check = lint.ProblemCheck(self.cfg, self.ctx.job.problem)
-            if self.reference.random_reference and RANDOM_REFERENCE not in self.result.notes:
-                self.result.notes.append(RANDOM_REFERENCE)
+            if self.reference.random_reference:
+                self.note(RANDOM_REFERENCE)
         self.problem_check.see(outputs)
         self.problem_checked = trial == 1 or total == 1
         if self.problem_check.findings:
-            self.result.problem_findings = list(self.problem_check.findings)
+            self.report.problem_findings = list(self.problem_check.findings)
             self.flag_once("degenerate_problem")
 
     def check_outputs(self, inputs: list, ref_out, reply: dict, label: str, seed, truth=None, wide=False) -> None:
@@ -172,8 +185,8 @@ class Trials:
         for i, (ref, new) in enumerate(zip(check.items(ref_out), new_items)):
             tol = self.reference.tolerance(ref)
             comparison = check.compare(ref, new, tol["atol"], tol["rtol"], self.cfg.compare_chunk_elems)
-            self.result.max_abs_err = max(self.result.max_abs_err or 0.0, comparison.max_abs_err)
-            self.result.max_rel_err = max(self.result.max_rel_err or 0.0, comparison.max_rel_err)
+            self.report.max_abs_err = max(self.report.max_abs_err or 0.0, comparison.max_abs_err)
+            self.report.max_rel_err = max(self.report.max_rel_err or 0.0, comparison.max_rel_err)
             if not comparison.ok:
                 failures.append((i, ref, new, comparison))
         if truth is None and failures:
@@ -206,10 +219,11 @@ class Trials:
         if not ok:
             return False, f"no float64 truth fitted for these inputs; {measured}: beyond the room that leaves"
         self.flag_once("within_reference_error")
-        if not any(note.startswith(WITHIN_REFERENCE_ERROR) for note in self.result.notes):
+        if not self.within_noted:
+            self.within_noted = True
             self.note(f"{WITHIN_REFERENCE_ERROR}{where}: outside the tolerance (max abs err "
-                            f"{comparison.max_abs_err:.3g}), {measured}: within what that allows a candidate as "
-                            f"accurate as it (no float64 truth fitted for these inputs)")
+                      f"{comparison.max_abs_err:.3g}), {measured}: within what that allows a candidate as "
+                      f"accurate as it (no float64 truth fitted for these inputs)")
         return True, None
 
     def truth_errors(self, truth, ref_out, new_items: list, wide: bool = False) -> dict:
@@ -226,13 +240,13 @@ class Trials:
                 self.ref_err_by_output[i] = check.TruthError(max(seen.worst, errors[i][0].worst),
                                                              max(seen.outside, errors[i][0].outside))
             self.new_err = max(self.new_err, errors[i][1].worst)
-        self.result.ref_err_vs_fp64, self.result.new_err_vs_fp64 = finite(self.ref_err), finite(self.new_err)
+        self.report.ref_err_vs_fp64, self.report.new_err_vs_fp64 = finite(self.ref_err), finite(self.new_err)
         return errors
 
     def first_trial_guards(self, shared: list, inputs: list, reply: dict, ref_out, seed: int) -> None:
         """Aliasing and run-to-run determinism."""
         if reply.get("aliases_input") or check.aliases_input(reply["items"], shared, inputs):
-            self.result.flags.append(flag("output_aliases_input"))
+            self.report.flags.append(flag("output_aliases_input"))
         again = self.workers.run_candidate(shared, ref_out, seed, restore=True)
         if all(check.same_bits(a, b) for a, b in zip(reply["items"], again["items"])):
             return
@@ -246,12 +260,12 @@ class Trials:
                          for a, b in zip(check.items(ref_out), check.items(ref_again)))
         del ref_again
         if spread > NONDETERMINISM_RATIO * ref_spread:
-            self.result.flags.append(flag("nondeterministic"))
+            self.report.flags.append(flag("nondeterministic"))
 
     def flag_once(self, name: str) -> None:
         """Add the flag unless it is there."""
-        if name not in self.result.flags:
-            self.result.flags.append(flag(name))
+        if name not in self.report.flags:
+            self.report.flags.append(flag(name))
 
     def share_of_tolerance(self, ref_out, first: list, second: list) -> float:
         """Two runs' largest difference as a share of the tolerance."""
