@@ -107,18 +107,18 @@ def test_a_pair_that_leaves_no_room_to_measure_the_peaks_goes_without_a_speed_of
     pair that fills the GPU that may run out of memory, which costs the pair its SOL figures and nothing else."""
     from harness.judge import roofline
     from harness.judge.memory import PairMemory
+    from harness.judge.reports import TimingReport
     from harness.judge.timing import PairTiming
-    from harness.common.records import Result
 
     def no_room(*args):
         raise torch.cuda.OutOfMemoryError("CUDA out of memory")
 
     monkeypatch.setattr(roofline, "device_peaks", no_room)
     notes = []
-    pair = SimpleNamespace(result=Result(problem="p", solution="s", status=Status.CORRECT, new_ms=1.0, ref_ms=1.0),
+    pair = SimpleNamespace(report=TimingReport(new_ms=1.0, ref_ms=1.0),
                            device=torch.device("cpu"), job=pair_job(peaks_dir=str(tmp_path)),
                            reference=SimpleNamespace(compute_dtype=torch.float32),
                            ctx=SimpleNamespace(note=notes.append, memory=PairMemory(torch.device("cpu"), "", {}, None)))
     PairTiming.record_roofline(pair)
-    assert pair.result.sol_pct is None and pair.result.status == Status.CORRECT
+    assert pair.report.sol_pct is None and pair.report.floor_ms is None and not pair.report.flags
     assert notes and "no speed of light" in notes[0]

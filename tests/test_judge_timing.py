@@ -120,7 +120,8 @@ def fake_pair(ref, new):
                                       cpu_target_ci_pct=3.0, min_timing_s=0.0, timeout=5.0, gpu_probe_ms=0.0,
                                       interference_rounds=3, cold_cache=False, launch_lead_us=0.0, compile_baseline=False)
     pair.device, pair.job = torch.device("cpu"), pair_job()
-    pair.result = SimpleNamespace(rounds_discarded=None, ref_wall_ms=[], new_wall_ms=[], flags=[], gpu_wait_ms=None,
+    pair.ctx = SimpleNamespace(result=SimpleNamespace(flags=[], gpu=None), note=lambda text: None, worker_threads=1)
+    pair.report = SimpleNamespace(rounds_discarded=None, ref_wall_ms=[], new_wall_ms=[], flags=[], gpu_wait_ms=None,
                                   timed_outputs_checked=None, judge_wall_ms=None, ref_batch=1, ref_timer="perf_counter")
     pair.ref_sandbox, pair.sandbox = ref, new
     pair.workers = SimpleNamespace(ref_schedule=procs.Schedule.read(os.getpid()))
@@ -165,7 +166,7 @@ def checked_pair(reply: dict, flags=()):
     pair = fake_pair(FakeWorker("ref", []), FakeWorker("new", []))
     pair.sandbox.request = lambda op, timeout, **kwargs: reply
     pair.round_inputs = [torch.tensor([-1.0, 2.0])]
-    pair.result.flags = list(flags)
+    pair.ctx.result.flags = list(flags)  # the trials'
     pair.reference.timed_call = lambda inputs: torch.relu(inputs[0])
     pair.trials = SimpleNamespace(check_outputs=lambda *args: None)
     pair.retried_when_full = lambda make: make()

@@ -21,7 +21,7 @@ def traced(failure: Verdict):
     return SimpleNamespace(reference_side=contextlib.nullcontext, cfg=build_config().replace(timeout=1.0), expect_ok=expect_ok,
                            ref_sandbox=SimpleNamespace(request=lambda op, timeout: "reference"),
                            sandbox=SimpleNamespace(request=lambda op, timeout: "candidate"),
-                           device=torch.device("cpu"), result=SimpleNamespace(backend=None))
+                           device=torch.device("cpu"), report=SimpleNamespace(backend=None))
 
 
 def test_a_trace_that_fails_leaves_the_flag_unset_unless_the_worker_crashed():
@@ -46,7 +46,7 @@ class SideTimers:
         from harness.judge.timing_setup import TimingSetup
 
         pair = TimingSetup.__new__(TimingSetup)
-        pair.result = SimpleNamespace(ref_timer=ref, ref_batch=None if ref == "cuda_event" else 8, new_timer=new,
+        pair.report = SimpleNamespace(ref_timer=ref, ref_batch=None if ref == "cuda_event" else 8, new_timer=new,
                                       new_batch=None if new == "cuda_event" else 8)
         pair.sandbox, pair.ref_sandbox, pair.calls = "new", "ref", []
         pair.device = torch.device("cpu")  # no room to measure: the host's memory is not the GPU's
@@ -55,10 +55,10 @@ class SideTimers:
         def prepare_again(sandbox, allow_graph=False, batched=False, batch=None, windows=None):
             if windows is not None:
                 pair.calls.append((sandbox, allow_graph, "windows", windows))
-                return getattr(pair.result, f"{sandbox}_timer"), windows
+                return getattr(pair.report, f"{sandbox}_timer"), windows
             if batch is not None:
                 pair.calls.append((sandbox, allow_graph, "batch", batch))
-                return getattr(pair.result, f"{sandbox}_timer"), batch
+                return getattr(pair.report, f"{sandbox}_timer"), batch
             pair.calls.append((sandbox, allow_graph, batched))
             if not batched:  # told nothing, a call that measures long (a launch-bound one on a busy host) is timed alone
                 return "cuda_event", 16
@@ -85,7 +85,7 @@ class SideTimers:
 def test_both_sides_are_timed_the_same_way(ref, new, again, calls, methods):
     pair = SideTimers(ref, new, again)
     pair.same_method_both_sides()
-    assert pair.calls == calls and (pair.result.ref_timer, pair.result.new_timer) == methods
+    assert pair.calls == calls and (pair.report.ref_timer, pair.report.new_timer) == methods
 
 
 @pytest.mark.parametrize("method, ref_batch, new_batch, calls", [
@@ -95,15 +95,15 @@ def test_both_sides_are_timed_the_same_way(ref, new, again, calls, methods):
 ])
 def test_batched_sides_time_the_same_number_of_calls_a_window(method, ref_batch, new_batch, calls):
     pair = SideTimers(method, method, {})
-    pair.result.ref_batch, pair.result.new_batch = ref_batch, new_batch
+    pair.report.ref_batch, pair.report.new_batch = ref_batch, new_batch
     pair.same_method_both_sides()
     assert pair.calls == calls
-    assert pair.result.ref_batch == pair.result.new_batch == min(ref_batch, new_batch)
+    assert pair.report.ref_batch == pair.report.new_batch == min(ref_batch, new_batch)
 
 
 def test_a_graph_that_fails_when_captured_again_with_the_other_batch_leaves_both_sides_on_plain_launches():
     pair = SideTimers("cuda_graph", "cuda_graph", {})
-    pair.result.ref_batch, pair.result.new_batch = 12, 8
+    pair.report.ref_batch, pair.report.new_batch = 12, 8
     answers = iter([("batched_events", 8), ("batched_events", 8)])  # the reference's capture at batch 8 fails
 
     def prepare_again(sandbox, allow_graph=False, batched=False, batch=None, windows=None):
@@ -113,8 +113,8 @@ def test_a_graph_that_fails_when_captured_again_with_the_other_batch_leaves_both
     pair.prepare_again = prepare_again
     pair.same_method_both_sides()
     assert pair.calls == [("ref", True, 8), ("new", False, 8)]
-    assert (pair.result.ref_timer, pair.result.new_timer) == ("batched_events", "batched_events")
-    assert pair.result.ref_batch == pair.result.new_batch == 8
+    assert (pair.report.ref_timer, pair.report.new_timer) == ("batched_events", "batched_events")
+    assert pair.report.ref_batch == pair.report.new_batch == 8
 
 
 def test_a_candidate_timed_in_single_windows_takes_as_many_a_sample_as_the_reference():
@@ -125,12 +125,12 @@ def test_a_candidate_timed_in_single_windows_takes_as_many_a_sample_as_the_refer
         side = "ref" if reference else "new"
         pair.calls.append((side, how))
         method, batch = chosen[side] if reference else ("cuda_event", how.get("windows"))
-        setattr(pair.result, f"{side}_timer", method), setattr(pair.result, f"{side}_batch", batch)
+        setattr(pair.report, f"{side}_timer", method), setattr(pair.report, f"{side}_batch", batch)
 
     pair.prepare_side = prepare_side
     pair.prepare_sides()
     assert pair.calls == [("ref", {"allow_graph": True}), ("new", {"allow_graph": True, "windows": 5})]
-    assert pair.result.ref_batch == pair.result.new_batch == 5
+    assert pair.report.ref_batch == pair.report.new_batch == 5
     chosen["ref"] = ("cuda_graph", 12)  # a batched reference: no windows for the candidate's worker
     pair.calls, pair.same_method_both_sides = [], lambda: None
     pair.prepare_sides()

@@ -235,25 +235,11 @@ def test_the_room_is_the_ordinary_trials_worst_and_never_excuses_a_candidate_the
     assert "against float64" in raised.value.error and "within_reference_error" not in generous.report.flags
 
 
-def test_the_report_goes_into_the_result_once_and_again_with_the_timed_rounds_findings():
-    """CorrectnessReport.write_into: figures set, flags added after what the Result holds, none twice."""
-    from harness.judge.trials import CorrectnessReport
-    from harness.common.records import Result
-    from harness.common.verdict import Status
-
-    result = Result(problem="p", solution="s", status=Status.CORRECT, flags=["interference"])
-    report = CorrectnessReport(trials=7, flags=["accurate_vs_fp64"], max_abs_err=0.5, problem_findings=["constant"])
-    report.write_into(result)
-    report.flags.append("within_reference_error")  # a timed round's check
-    report.write_into(result)
-    assert result.flags == ["interference", "accurate_vs_fp64", "within_reference_error"]
-    assert (result.trials, result.max_abs_err, result.problem_findings) == (7, 0.5, ["constant"])
-
-
 def test_a_second_attempt_forgets_the_trials_findings_but_not_the_problems():
     from types import SimpleNamespace
 
-    from harness.judge.trials import CorrectnessReport, Trials
+    from harness.judge.reports import CorrectnessReport
+    from harness.judge.trials import Trials
 
     trials = Trials(SimpleNamespace(cfg=None, phase=None, reference=None, workers=None, note=None))
     first = CorrectnessReport(trials=None, flags=["degenerate_problem", "nondeterministic"], max_abs_err=3.0,

@@ -27,6 +27,7 @@ from harness.common.verdict import PASSING_FLAGS, Status, Verdict
 from harness.judge.memory import dump_memory_history, record_memory_history
 from harness.judge.context import PairContext
 from harness.judge.reference import Reference
+from harness.judge.reports import into_result
 from harness.judge.sandbox import Sandbox, WorkerFailure
 from harness.judge.timing import PairTiming
 from harness.judge.trials import Trials
@@ -101,7 +102,8 @@ class PairJudge:
         return self.result
 
     def stages(self) -> None:
-        """The pair's stages in order; the correctness findings written into the Result however they end."""
+        """The pair's stages in order; the phases' reports written into the Result however they end."""
+        timed = None
         try:
             with self.phase("reference"):
                 self.reference.load()
@@ -113,11 +115,12 @@ class PairJudge:
                 self.result.compile_s = self.workers.construct_both()
             with self.phase("correctness"):
                 self.trials.run()
-            self.trials.report.write_into(self.result)  # the timing phase reads its flags
+            into_result(self.result, self.trials.report)  # the timing phase reads its flags
             self.reference.start_timing()
-            PairTiming(self.context, self.trials).time_pair()
-        finally:
-            self.trials.report.write_into(self.result)  # with the timed rounds' checks
+            timed = PairTiming(self.context, self.trials)
+            timed.time_pair()
+        finally:  # (again: the timed rounds' output checks are the trials')
+            into_result(self.result, self.trials.report, *([timed.report] if timed else []))
 
     def end_with(self, verdict: Verdict) -> None:
         """The pair's status, reason and flags from the verdict that ended it."""

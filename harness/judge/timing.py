@@ -21,6 +21,7 @@ from harness.common.clocks import ClockMonitor
 from harness.common.config import Config
 from harness.judge.gpu_probe import GpuProbe, ProbeUnavailable
 from harness.judge.memory import release_cached_memory
+from harness.judge.reports import TimingReport
 from harness.judge.timing_setup import TimingSetup
 from harness.common.stages import CONFIRM_PAUSE_S, CONFIRM_ROUNDS  # in the timing stage's deadline
 from harness.common.records import one_line
@@ -75,7 +76,8 @@ class PairTiming:
 
     def __init__(self, ctx, trials):
         self.ctx, self.trials, self.reference, self.workers = ctx, trials, ctx.reference, ctx.workers
-        self.cfg, self.job, self.device, self.result = ctx.cfg, ctx.job, ctx.device, ctx.result
+        self.cfg, self.job, self.device = ctx.cfg, ctx.job, ctx.device
+        self.report = TimingReport()  # what this phase measured (reports.into_result)
         self.sandbox, self.ref_sandbox = ctx.workers.sandbox, ctx.workers.ref_sandbox
         self.phase, self.reference_side, self.expect_ok = ctx.phase, ctx.workers.reference_side, ctx.workers.expect_ok
         self.hand_over = ctx.workers.hand_over
@@ -104,15 +106,15 @@ class PairTiming:
         rounds = Rounds(self)
         try:
             self.check_reference_scheduling()
-            rounds_cfg = self.cfg.replace(target_ci_pct=target_pct(self.cfg, self.result.ref_timer))
+            rounds_cfg = self.cfg.replace(target_ci_pct=target_pct(self.cfg, self.report.ref_timer))
             ref_ms, new_ms, tight = stats.alternate_rounds(rounds.ref_sample, rounds.new_sample, rounds_cfg, rounds.rng,
                                                            rounds.before_round, round_kept=rounds.round_kept,
                                                            undecided=self.straddles_the_gate())
             self.check_reference_scheduling()
         except ReferenceRescheduled as exc:
             print(f"no speedup: the reference's worker was rescheduled ({exc})", flush=True)
-            self.result.flags.append("interference")
-            self.result.timing_rounds = 0
+            self.report.flags.append("interference")
+            self.report.timing_rounds = 0
             return
         self.after_rounds(rounds, ref_ms, new_ms, tight)
 
@@ -120,21 +122,21 @@ class PairTiming:
         """Interference, last output check, statistics, tampering check, compiled baseline."""
         cfg = self.cfg
         if rounds.probe:
-            self.result.gpu_wait_ms = round(rounds.probe.waited_ms, 1)
-        if (self.result.rounds_discarded or 0) >= cfg.interference_rounds or not ref_ms:
-            self.result.flags.append("interference")
+            self.report.gpu_wait_ms = round(rounds.probe.waited_ms, 1)
+        if (self.report.rounds_discarded or 0) >= cfg.interference_rounds or not ref_ms:
+            self.report.flags.append("interference")
         if not ref_ms:  # every round was dropped for interference
-            self.result.timing_rounds = 0
+            self.report.timing_rounds = 0
             return
-        self.result.round_order = "".join(side or "?" for side in rounds.first[:len(ref_ms)])
+        self.report.round_order = "".join(side or "?" for side in rounds.first[:len(ref_ms)])
         self.check_timed_output(len(ref_ms) - 1)
-        self.result.timed_outputs_checked = 0 if self.reference.random_reference else len(rounds.checked) + 1
+        self.report.timed_outputs_checked = 0 if self.reference.random_reference else len(rounds.checked) + 1
         self.record_timing(ref_ms, new_ms, tight, rounds.clocks)
         judge_timer = timing.Timer(self.device, cfg.cold_cache, cfg.launch_lead_us)
-        self.result.judge_wall_ms = statistics.median(rounds.new_judged)
+        self.report.judge_wall_ms = statistics.median(rounds.new_judged)
         if (self.time_disagrees(ref_ms, rounds.ref_judged, new_ms, rounds.new_judged, judge_timer)
                 and self.disagrees_again(rounds, judge_timer)):
-            self.result.flags.append("timer_tampering")
+            self.report.flags.append("timer_tampering")
         if cfg.compile_baseline:
             self.time_compiled(self.round_inputs, judge_timer)
 
@@ -151,8 +153,8 @@ class PairTiming:
 
     def reported_ci(self, ref_ms: list, new_ms: list) -> dict:
         """The medians, speedup and CI widened by the resolution, as reported."""
-        resolution = resolution_pct(self.cfg, self.result.ref_timer, max(spread_pct(ref_ms), spread_pct(new_ms)),
-                                    self.result.gpu)
+        resolution = resolution_pct(self.cfg, self.report.ref_timer, max(spread_pct(ref_ms), spread_pct(new_ms)),
+                                    self.ctx.result.gpu)
         return {**stats.with_resolution(stats.speedup_with_ci(ref_ms, new_ms), resolution),
                 "resolution_pct": resolution}
 
@@ -176,7 +178,7 @@ class PairTiming:
     def disagrees_again(self, rounds: "Rounds", judge_timer) -> bool:
         """The cross-check again, on rounds of its own after a pause."""
         time.sleep(CONFIRM_PAUSE_S)
-        first, walls = len(rounds.ref_judged), (len(self.result.ref_wall_ms), len(self.result.new_wall_ms))
+        first, walls = len(rounds.ref_judged), (len(self.report.ref_wall_ms), len(self.report.new_wall_ms))
         ref_ms, new_ms = [], []
         for _ in range(CONFIRM_ROUNDS):
             for side in rounds.rng.sample(["ref", "new"], 2):
@@ -184,7 +186,7 @@ class PairTiming:
                     ref_ms.append(rounds.ref_sample())
                 else:
                     new_ms.append(rounds.new_sample())
-        del self.result.ref_wall_ms[walls[0]:], self.result.new_wall_ms[walls[1]:]
+        del self.report.ref_wall_ms[walls[0]:], self.report.new_wall_ms[walls[1]:]
         return self.time_disagrees(ref_ms, rounds.ref_judged[first:], new_ms, rounds.new_judged[first:], judge_timer)
 
     def time_disagrees(self, ref_ms, ref_judged, new_ms, new_judged, judge_timer: timing.Timer) -> bool:
@@ -192,7 +194,7 @@ class PairTiming:
         cold = self.cfg.cold_cache
         with timing.threads(self.ctx.worker_threads):  # as the workers' threads make it
             flush_ms = statistics.median(judge_timer.window(judge_timer.flush)[0] for _ in range(5)) if cold else 0.0
-        r = self.result
+        r = self.report
         return timer_disagrees(Requests(ref_ms, ref_judged, r.ref_timer, r.ref_batch or 1),
                                Requests(new_ms, new_judged, r.new_timer, r.new_batch or 1), cold, flush_ms)
 
@@ -233,7 +235,7 @@ class PairTiming:
         problem = check.structure_problem(ref_out, reply)
         if problem:
             raise Verdict(Status.INCORRECT, f"timing round {index + 1}: {problem}", "wrong_timed_output")
-        if reply.get("aliases_input") and "output_aliases_input" not in self.result.flags:
+        if reply.get("aliases_input") and "output_aliases_input" not in self.ctx.result.flags:  # the trials' flag
             raise Verdict(Status.INCORRECT, f"timing round {index + 1}: the timed call returned its input's own "
                                             "storage as its output, which no trial call did", "wrong_timed_output")
         try:
@@ -255,8 +257,8 @@ class PairTiming:
         """Statistics, roofline, clocks and flags from the samples."""
         summary = self.reported_ci(ref_ms, new_ms)
         for key, value in summary.items():
-            setattr(self.result, key, value)
-        r = self.result
+            setattr(self.report, key, value)
+        r = self.report
         r.ref_samples_ms, r.new_samples_ms, r.timing_rounds = ref_ms, new_ms, len(ref_ms)
         r.tie, r.cache = stats.is_tie(summary), "cold" if self.cfg.cold_cache else "hot"
         moved, flops = self.reference.bytes_moved, self.reference.flops
@@ -275,7 +277,7 @@ class PairTiming:
 
     def record_roofline(self) -> None:
         """Speed-of-light figures; below_roofline under the floor."""
-        r = self.result
+        r = self.report
         try:
             with self.ctx.memory.left_out_of_peak():
                 peaks = roofline.device_peaks(self.device, self.reference.compute_dtype, Path(self.job.peaks_dir))
@@ -300,17 +302,17 @@ class PairTiming:
                     return compiled(*inputs)
 
             timer.prepare(call, self.cfg.warmup)
-            self.result.compiled_ms = statistics.median(timer.sample()[0] for _ in range(self.cfg.min_rounds))
+            self.report.compiled_ms = statistics.median(timer.sample()[0] for _ in range(self.cfg.min_rounds))
         except Exception as exc:  # reported, never fatal
-            self.result.compiled_ms = None
-            self.result.compiled_error = one_line(f"{type(exc).__name__}: {exc}", 200)
+            self.report.compiled_ms = None
+            self.report.compiled_error = one_line(f"{type(exc).__name__}: {exc}", 200)
 
 
 class Rounds:
     """One pair's rounds, as stats.alternate_rounds calls them."""
 
     def __init__(self, pair: "PairTiming"):
-        self.pair, self.cfg, self.result = pair, pair.cfg, pair.result
+        self.pair, self.cfg, self.report = pair, pair.cfg, pair.report
         self.clocks = ClockMonitor(pair.device.index or 0) if pair.device.type == "cuda" else None
         self.probe = pair.gpu_probe()
         self.window_clean = True  # each window so far began on a GPU of our own
@@ -319,7 +321,7 @@ class Rounds:
         self.rng = random.Random(pair.reference.timing_seed())
         self.checked: list[int] = []
         self.first: list[Optional[str]] = []  # "R" or "N": who opened each round
-        self.replaces = replaces_every_round(pair.device, pair.cfg, pair.job.block, pair.result.ref_timer)
+        self.replaces = replaces_every_round(pair.device, pair.cfg, pair.job.block, pair.report.ref_timer)
 
     def gpu_is_ours(self) -> None:
         """Drain other GPU work before each side's window: docs/decisions/timing-rounds.md"""
@@ -332,8 +334,8 @@ class Rounds:
         self.window_clean = True
         if not kept:
             self.first.pop()
-            self.result.rounds_discarded = (self.result.rounds_discarded or 0) + 1
-            for samples in (self.ref_judged, self.new_judged, self.result.ref_wall_ms, self.result.new_wall_ms):
+            self.report.rounds_discarded = (self.report.rounds_discarded or 0) + 1
+            for samples in (self.ref_judged, self.new_judged, self.report.ref_wall_ms, self.report.new_wall_ms):
                 samples.pop()
         return kept
 
@@ -353,7 +355,7 @@ class Rounds:
             ms, wall = plausible_sample(pair.expect_ok(pair.ref_sandbox.request("time", self.cfg.timeout)))
             self.ref_judged.append(pair.ref_sandbox.last_request_ms)
         self.went_first("R")
-        self.result.ref_wall_ms.append(wall)
+        self.report.ref_wall_ms.append(wall)
         if self.clocks:
             self.clocks.sample()
         return ms
@@ -366,7 +368,7 @@ class Rounds:
         ms, wall = plausible_sample(pair.expect_ok(pair.sandbox.request("time", self.cfg.timeout)))
         self.new_judged.append(pair.sandbox.last_request_ms)
         self.went_first("N")
-        self.result.new_wall_ms.append(wall)
+        self.report.new_wall_ms.append(wall)
         return ms
 
     def before_round(self, index: int) -> None:

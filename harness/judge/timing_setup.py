@@ -23,8 +23,8 @@ class TimingSetup:
 
     def __init__(self, pair_timing):
         self.workers, self.reference = pair_timing.workers, pair_timing.reference
-        self.cfg, self.job, self.device, self.result = (pair_timing.cfg, pair_timing.job, pair_timing.device,
-                                                        pair_timing.result)
+        self.cfg, self.job, self.device, self.report = (pair_timing.cfg, pair_timing.job, pair_timing.device,
+                                                        pair_timing.report)
         self.sandbox, self.ref_sandbox = pair_timing.sandbox, pair_timing.ref_sandbox
         self.phase, self.reference_side = pair_timing.phase, pair_timing.reference_side
         self.expect_ok, self.hand_over = pair_timing.expect_ok, pair_timing.hand_over
@@ -38,14 +38,14 @@ class TimingSetup:
         else:
             with self.phase("timing_setup.flops"):
                 self.reference.call(self.reference.make_inputs(trial, wide=False), count_flops=True)
-        self.result.flops, self.result.tf32_flops = self.reference.flops, self.reference.tf32_flops
+        self.report.flops, self.report.tf32_flops = self.reference.flops, self.reference.tf32_flops
         release_cached_memory(self.device, outboxes=self.workers.outboxes())
         with self.phase("timing_setup.prepare"):
             self.send_timing_inputs(trial)
             self.prepare_sides()
         with self.phase("timing_setup.trace"):
             if self.uses_only_reference_ops():
-                self.result.flags.append("no_custom_kernel")
+                self.report.flags.append("no_custom_kernel")
 
     def uses_only_reference_ops(self) -> bool:
         """Did the candidate launch only the reference's kernels (GPU) or torch operators (CPU)? Nothing traced: no."""
@@ -64,7 +64,7 @@ class TimingSetup:
             if self.device.type == "cuda":
                 mine = {k for k in new["kernels"] if not re.search(r"memcpy|memset", k, re.I)}
                 if any(k.startswith("triton") for k in mine - set(ref["kernels"])):
-                    self.result.backend = "triton"  # torch.compile's kernels, say, in a candidate written in torch
+                    self.report.backend = "triton"  # torch.compile's kernels, say, in a candidate written in torch
                 return bool(mine) and mine <= set(ref["kernels"])
             mine = {op for op in new["ops"] if not BOOKKEEPING_OPS.match(op)}
             return bool(mine) and mine <= set(ref["ops"])
@@ -78,14 +78,14 @@ class TimingSetup:
         self.prepare_side(reference=True, allow_graph=True)
         if gpu:
             self.reference.memory.check_room_alike(free_before, free_memory(self.device))
-        ref = methods.named(self.result.ref_timer)
-        windows = self.result.ref_batch if ref and not ref.batched else None
+        ref = methods.named(self.report.ref_timer)
+        windows = self.report.ref_batch if ref and not ref.batched else None
         self.prepare_side(reference=False, allow_graph=True, windows=windows)
         self.same_method_both_sides()
 
     def same_method_both_sides(self) -> None:
         """One method on both sides (batched over alone, plain over graph): docs/decisions/timing-alike.md"""
-        r = self.result
+        r = self.report
         ref, new = methods.named(r.ref_timer), methods.named(r.new_timer)
         if ref and new and ref.batched != new.batched and not (ref.host_clock or new.host_clock):
             batched = ref if ref.batched else new  # the single side batched, with a graph if the other has one
@@ -97,7 +97,7 @@ class TimingSetup:
 
     def same_batch_both_sides(self) -> None:
         """Batched sides time the smaller batch: docs/decisions/timing-alike.md"""
-        r = self.result
+        r = self.report
         batches = (r.ref_batch, r.new_batch)
         ref = methods.named(r.ref_timer)
         if (not (ref and ref.batched) or r.new_timer != r.ref_timer
@@ -110,7 +110,7 @@ class TimingSetup:
 
     def prepare_side(self, reference: bool, **how) -> None:
         """prepare_again on one side's worker, its (method, batch) recorded."""
-        r = self.result
+        r = self.report
         if reference:
             with self.reference_side():
                 r.ref_timer, r.ref_batch = self.prepare_again(self.ref_sandbox, **how)

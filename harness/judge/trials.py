@@ -3,14 +3,13 @@ guards, the problem's own checks, a second attempt with the reference's weights.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Optional
 
 import torch
 
 from harness.common import check, semantics
 from harness.judge import lint
-from harness.common.records import Result, one_line
+from harness.judge.reports import CorrectnessReport
+from harness.common.records import one_line
 from harness.common.verdict import Status, Verdict, flag
 
 NONDETERMINISM_RATIO = 4.0  # spread over this many times the reference's: nondeterministic ...
@@ -21,26 +20,6 @@ TRIAL_FLAGS = ("output_aliases_input", "nondeterministic", "reduced_precision", 
 WITHIN_REFERENCE_ERROR = "within the reference's own error: "
 RANDOM_REFERENCE = ("the reference draws random numbers (Dropout in training mode, say): each correctness call of "
                     "both sides was seeded alike, no float64 truth was used, and timed outputs were not checked")
-
-
-@dataclass
-class CorrectnessReport:
-    """What the correctness checks found (the trials', and the timed rounds' outputs'), for the pair's Result."""
-
-    trials: Optional[int] = None  # trials run (None: not all of them)
-    flags: list = field(default_factory=list)
-    max_abs_err: Optional[float] = None
-    max_rel_err: Optional[float] = None
-    ref_err_vs_fp64: Optional[float] = None  # in tolerances
-    new_err_vs_fp64: Optional[float] = None
-    problem_findings: list = field(default_factory=list)  # the lint's, on the reference's outputs
-
-    def write_into(self, result: Result) -> None:
-        """Its figures into the Result, and its flags that are not there yet (again after the timed rounds)."""
-        result.trials, result.problem_findings = self.trials, self.problem_findings
-        result.max_abs_err, result.max_rel_err = self.max_abs_err, self.max_rel_err
-        result.ref_err_vs_fp64, result.new_err_vs_fp64 = self.ref_err_vs_fp64, self.new_err_vs_fp64
-        result.flags += [f for f in self.flags if f not in result.flags]
 
 
 class Trials:
