@@ -32,3 +32,16 @@ def test_a_report_takes_no_field_it_does_not_declare():
 
     with pytest.raises(AttributeError):
         TimingReport().spedup = 2.0  # a misspelt field fails loudly, never silently lost
+
+
+def test_the_timing_phase_uses_only_fields_its_report_declares():
+    """Read from the source, so that the paths only a GPU takes are checked too."""
+    import ast
+    from pathlib import Path
+
+    declared = {f.name for f in dataclasses.fields(TimingReport)} | {"append"}
+    harness = Path(__file__).resolve().parents[1] / "harness" / "judge"
+    used = {(path.name, node.attr) for path in (harness / "timing.py", harness / "timing_setup.py")
+            for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Attribute)
+            and ast.unparse(node.value) in ("r", "self.report", "pair.report")}
+    assert used and {(name, attr) for name, attr in used if attr not in declared} == set()
