@@ -1,5 +1,5 @@
 """What each phase of a pair (correctness, timing set-up, timing) works with, made once by its judge: a phase reads
-this, never the judge. The phases still write the pair's Result as they go."""
+this, never the judge, and keeps its findings in its report (reports.py); notes and phase times reach the Result."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -72,7 +72,7 @@ class ReferenceRescheduled(Exception):
 
 
 class PairTiming:
-    """The timing phase of one pair, run by its PairJudge."""
+    """The timing phase of one pair, run by its PairJudge; its findings in `report`."""
 
     def __init__(self, ctx, trials):
         self.ctx, self.trials, self.reference, self.workers = ctx, trials, ctx.reference, ctx.workers
