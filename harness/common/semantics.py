@@ -72,11 +72,11 @@ def random_norm_statistics(on: bool):
                 if isinstance(tensor, torch.Tensor) and tensor.is_floating_point():
                     draw(tensor)
 
-    norm_base.reset_parameters = drawn  # type: ignore[method-assign, assignment]
+    norm_base.reset_parameters = drawn
     try:
         yield
     finally:
-        norm_base.reset_parameters = plain  # type: ignore[method-assign]
+        norm_base.reset_parameters = plain
 
 
 def normal(tensor: torch.Tensor) -> None:

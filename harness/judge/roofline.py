@@ -91,8 +91,8 @@ def tf32_convolutions() -> bool:
         return bool(torch.backends.cudnn.allow_tf32)
     except RuntimeError:
         backends = torch.backends
-        chain = (backends.cudnn.conv.fp32_precision, backends.cudnn.fp32_precision,  # type: ignore[attr-defined]
-                 backends.fp32_precision)  # type: ignore[attr-defined]  # (torch 2.9 on)
+        chain = (backends.cudnn.conv.fp32_precision, backends.cudnn.fp32_precision,
+                 backends.fp32_precision)  # (torch 2.9 on)
         return next((p for p in chain if p != "none"), "ieee") == "tf32"
 
 
