@@ -22,7 +22,7 @@
 #          tunables, passive OpenMP threads): is that why a worker launches a graph in 120 us, a process of its own in
 #          7-24 us (session 56)?
 #   convt  bench/convt3d_on_device.sh: the eight ConvTranspose3d problems, 5 runs each, fresh workers every run,
-#          resumed from bench/results/convt3d-aa-h200-COMMIT-results.jsonl (whole runs; copy it there between calls)
+#          each run started only while 100 of SECONDS are left, resumed from bench/results/convt3d-aa-h200-COMMIT-results.jsonl (whole runs; copy it there between calls)
 #   convtab  `convt` on GPUs 2 and 3 beside `ab` on GPUs 0 and 1 (each tree on a GPU of its own, swapped in the second
 #          repetition): both in one call of a 4-GPU machine
 #   ab     sweep wall time against 25bfc02 on one GPU (bench/commit_ab.sh; made here first by
@@ -91,7 +91,7 @@ launch)
     env $(python3 -c 'from harness.runner.judges import judge_env; print(" ".join(f"{k}={v}" for k, v in judge_env("cuda").items() if k in ("OMP_WAIT_POLICY", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES")))') \
         CUDA_VISIBLE_DEVICES=0 timeout 90 python3 bench/window_noise_probe.py --samples 100 > "$OUT/launch-harness-env.txt" 2>&1
     cat "$OUT"/launch-*.txt ;;
-convt) KB=$head timeout "$seconds" bash bench/convt3d_on_device.sh "convt3d-aa-h200-$commit" 5 ;;
+convt) KB=$head timeout $(( seconds + 30 )) bash bench/convt3d_on_device.sh "convt3d-aa-h200-$commit" 5 "$seconds" ;;
 ab|convtab)
     sample=$(cd "$head" && ls level1/*.py level2/*.py level3/*.py | sort -t/ -k2 -n | awk 'NR % 25 == 1' \
              | sed 's/\.py$//' | sed 's/\([0-9]*_\).*/\1/')
