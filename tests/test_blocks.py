@@ -16,7 +16,7 @@ def timed(offset_pct: float, seed: int, rounds: int = 30) -> Result:
     rng = random.Random(seed)
     ref = [1.0 * (1 + rng.gauss(0, 0.003)) for _ in range(rounds)]
     new = [(1 + offset_pct / 100) * (1 + rng.gauss(0, 0.003)) for _ in range(rounds)]
-    summary = stats.with_resolution(stats.speedup_with_ci(ref, new), CFG.timing_resolution_pct)
+    summary = stats.with_resolution(stats.speedup_with_ci(ref, new), CFG.resolution.timing_resolution_pct)
     result = Result(problem="p", solution="s", status=Status.CORRECT, flags=[], timing_rounds=rounds,
                     ref_samples_ms=ref, new_samples_ms=new, tie=stats.is_tie(summary))
     for key, value in summary.items():
@@ -119,5 +119,5 @@ def test_a_confirmation_block_checks_its_fresh_workers_with_one_trial_and_half_t
     from harness.judge.judge import confirmation_config
 
     cfg = confirmation_config(CFG)
-    assert (cfg.trials, cfg.wide_trials, cfg.min_rounds) == (1, 0, CFG.min_rounds)
-    assert cfg.max_rounds == CFG.max_rounds // 2 and cfg.max_timing_s == CFG.max_timing_s / 2
+    assert (cfg.correctness.trials, cfg.correctness.wide_trials, cfg.timing.min_rounds) == (1, 0, CFG.timing.min_rounds)
+    assert cfg.timing.max_rounds == CFG.timing.max_rounds // 2 and cfg.timing.max_timing_s == CFG.timing.max_timing_s / 2

@@ -8,22 +8,22 @@ from harness.common.config import Config, ConfigError, build_config, config_hash
 def test_defaults_come_from_default_yaml():
     config = build_config()
     assert config.to_dict() == load_defaults()
-    assert config.tolerances["float32"] == {"atol": 1e-4, "rtol": 1e-4}
-    assert config.tolerances["float16"] == {"atol": 1e-2, "rtol": 1e-2}
-    assert config.trials >= 5 and config.wide_trials >= 1
+    assert config.correctness.tolerances["float32"] == {"atol": 1e-4, "rtol": 1e-4}
+    assert config.correctness.tolerances["float16"] == {"atol": 1e-2, "rtol": 1e-2}
+    assert config.correctness.trials >= 5 and config.correctness.wide_trials >= 1
 
 
 def test_precedence_defaults_then_file_then_cli(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text("timeout: 30\ntrials: 7\n")
     config = build_config(str(path), {"timeout": 5})
-    assert config.timeout == 5  # CLI wins over the file
-    assert config.trials == 7  # the file wins over the defaults
-    assert config.warmup == load_defaults()["warmup"]
+    assert config.limits.timeout == 5  # CLI wins over the file
+    assert config.correctness.trials == 7  # the file wins over the defaults
+    assert config.timing.warmup == load_defaults()["warmup"]
 
 
 def test_none_cli_values_do_not_override(tmp_path):
-    assert build_config(None, {"timeout": None}).timeout == load_defaults()["timeout"]
+    assert build_config(None, {"timeout": None}).limits.timeout == load_defaults()["timeout"]
 
 
 def test_unknown_key_suggests_the_right_one(tmp_path):
@@ -59,7 +59,7 @@ def test_bad_values_are_config_errors(tmp_path, text, message):
 def test_a_lead_that_covers_a_networks_launches_is_accepted(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text("launch_lead_us: 30000\n")  # bench/config_probe.sh: level3 networks timed by the GPU's work alone
-    assert build_config(str(path)).launch_lead_us == 30000
+    assert build_config(str(path)).timing.launch_lead_us == 30000
 
 
 def test_missing_config_file():
@@ -82,11 +82,18 @@ def test_config_hash_ignores_paths_but_not_measurement_knobs():
     assert config_hash(base) != config_hash(base.replace(trials=9))
 
 
-def test_the_config_class_declares_every_key_of_default_yaml_with_its_type():
-    fields = {f.name: f.type for f in dataclasses.fields(Config)}
+def test_the_config_declares_every_key_of_default_yaml_in_its_section_with_its_type():
+    """default.yaml's keys are flat; each is a field of one section (or of Config itself), in the file's order."""
+    from harness.common.config import SECTIONS
+
+    sections = [Config, *SECTIONS.values()]
+    fields = {f.name: f.type for cls in sections for f in dataclasses.fields(cls) if f.name not in SECTIONS}
     defaults = load_defaults()
-    assert list(fields) == list(defaults)  # the same keys, in the file's order
+    assert list(fields) == list(defaults)  # the same keys, section by section as the file's headings group them
     assert {k: type(v).__name__ for k, v in defaults.items()} == fields
+    config = build_config()
+    assert config.timing.warmup == defaults["warmup"] and config.limits.timeout == defaults["timeout"]
+    assert config.to_dict() == defaults  # flat again, as JSON carries it and config_hash reads it
 
 
 def test_a_config_crosses_processes_as_json_and_comes_back_equal():
@@ -94,4 +101,4 @@ def test_a_config_crosses_processes_as_json_and_comes_back_equal():
     config = build_config(None, {"trials": 3})
     assert Config.from_dict(json.loads(json.dumps(config.to_dict()))) == config
     with pytest.raises(dataclasses.FrozenInstanceError):
-        config.trials = 4
+        config.correctness.trials = 4

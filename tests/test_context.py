@@ -13,7 +13,7 @@ def test_the_judge_hands_its_phases_this_blocks_settings_and_its_own_parts():
     assert ctx.reference is first.reference and ctx.workers is first.workers and ctx.memory is first.reference.memory
     assert first.trials.ctx is ctx
     confirming = PairJudge(pair_job(config=config, block=2), (None, None), frozenset()).context
-    assert confirming.cfg.trials == 1 and confirming.cfg.max_rounds == max(config.min_rounds, config.max_rounds // 2)
+    assert confirming.cfg.correctness.trials == 1 and confirming.cfg.timing.max_rounds == max(config.timing.min_rounds, config.timing.max_rounds // 2)
     ctx.note("seen once")
     ctx.note("seen once")
     assert first.result.notes == ["seen once"]

@@ -230,7 +230,7 @@ def test_a_gpu_model_measured_to_need_more_resolution_has_its_own_floor():
     assert resolution_pct(cfg, "cuda_event", 0.0, "NVIDIA H100 80GB HBM3") == 0.5
     assert resolution_pct(cfg, "cuda_event", 0.0, None) == 0.5
     assert resolution_pct(cfg.replace(gpu_resolution_pct={"h200": 3.0}), "cuda_graph", 0.0, "NVIDIA H200") == 3.0
-    assert resolution_pct(cfg, "perf_counter", 0.0, "NVIDIA H200") == cfg.cpu_resolution_pct
+    assert resolution_pct(cfg, "perf_counter", 0.0, "NVIDIA H200") == cfg.resolution.cpu_resolution_pct
 
 
 def test_gpu_resolution_pct_must_map_names_to_percents(tmp_path):

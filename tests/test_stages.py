@@ -22,5 +22,5 @@ def test_every_stage_the_judge_announces_has_a_deadline():
 def test_the_correctness_deadline_grows_with_the_trials_and_the_request_limit():
     """Per trial: the float64 truth, the reference, the candidate's call and the release, each a request's time."""
     cfg = config(timeout=2.0)
-    more = cfg.replace(trials=cfg.trials + 1)
+    more = cfg.replace(trials=cfg.correctness.trials + 1)
     assert stages.stage_deadlines(more)["correctness"] - stages.stage_deadlines(cfg)["correctness"] == 4 * 2.0

@@ -105,7 +105,7 @@ def test_wide_ci_is_not_tight():
     assert not stats.ci_is_tight({"speedup": 1.0, "speedup_ci_low": 0.9, "speedup_ci_high": 1.05}, 1.0)
 
 
-ROUNDS = build_config().replace(max_rounds=60, min_rounds=10, max_timing_s=30.0, min_timing_s=0.0, target_ci_pct=1.0)
+ROUNDS = build_config().replace(max_rounds=60, min_rounds=10, max_timing_s=30.0, min_timing_s=0.0, target_ci_pct=1.0).timing
 
 
 def test_alternate_rounds_stops_once_the_ci_is_tight():
@@ -177,7 +177,8 @@ def test_a_a_samples_are_a_tie():
     assert stats.is_tie(stats.speedup_with_ci(samples, list(rng.permutation(samples))))
 
 
-ROUNDS_CFG = build_config().replace(max_rounds=200, min_rounds=10, min_timing_s=0.5, max_timing_s=2.0, target_ci_pct=1.0)
+ROUNDS_CFG = build_config().replace(max_rounds=200, min_rounds=10, min_timing_s=0.5, max_timing_s=2.0,
+                                    target_ci_pct=1.0).timing
 
 
 def test_rounds_stop_on_the_judges_clock_whatever_the_workers_report():

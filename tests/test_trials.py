@@ -1,6 +1,8 @@
 """The correctness phase (harness/judge/trials.py), on whole pairs judged once on the CPU (conftest's judged_pairs):
 integer outputs compared exactly, run-to-run spread judged against the reference's own."""
 
+from harness.common.config import build_config
+
 
 def test_integer_outputs_are_compared_exactly(judged_pairs):
     same, wrong = judged_pairs[("fx_argmax", "aa_reference")], judged_pairs[("fx_argmax", "argmin")]
@@ -35,7 +37,7 @@ def test_an_output_that_is_an_input_in_a_later_trial_only_is_flagged():
     from harness.common.verdict import Status
 
     replies = iter([{"aliases_input": False}, {"aliases_input": True}, {"aliases_input": False}])
-    judge = SimpleNamespace(cfg=SimpleNamespace(trials=2, total_trials=3), result=Result(problem="p", solution="s", status=Status.CORRECT),
+    judge = SimpleNamespace(cfg=build_config().replace(trials=2, wide_trials=1), result=Result(problem="p", solution="s", status=Status.CORRECT),
                             phase=lambda name: contextlib.nullcontext(), note=lambda text: None,
                             reference=SimpleNamespace(call_seed=lambda trial: trial, measure_sizes=lambda inputs, out: None),
                             workers=SimpleNamespace(
@@ -86,7 +88,7 @@ def test_the_reference_worker_first_calls_beside_what_the_candidate_has():
         events.append(("candidate", float(shared[0][0]), seed))
         return {"items": [torch.ones(2)]}
 
-    judge = SimpleNamespace(cfg=SimpleNamespace(trials=2, total_trials=3),
+    judge = SimpleNamespace(cfg=build_config().replace(trials=2, wide_trials=1),
                             result=Result(problem="p", solution="s", status=Status.CORRECT),
                             phase=lambda name: contextlib.nullcontext(), note=lambda text: None,
                             reference=SimpleNamespace(call_seed=lambda trial: 100 + trial, measure_sizes=lambda inputs, out: None),
@@ -138,7 +140,7 @@ def test_a_trial_the_judge_ran_out_of_memory_in_runs_once_more_after_every_cache
     def release_all_caches():
         events.append(("released", first_out[-1]() is None))
 
-    judge = SimpleNamespace(cfg=SimpleNamespace(trials=2, total_trials=3, timeout=1.0),
+    judge = SimpleNamespace(cfg=build_config().replace(trials=2, wide_trials=1, timeout=1.0),
                             result=Result(problem="p", solution="s", status=Status.CORRECT),
                             phase=lambda name: contextlib.nullcontext(), note=lambda text: events.append("note"),
                             reference=SimpleNamespace(call_seed=lambda trial: trial, measure_sizes=lambda inputs, out: None),
@@ -171,7 +173,7 @@ def trials_without_a_truth(ref_error=None):
     from harness.common.verdict import Status
 
     result = Result(problem="p", solution="s", status=Status.CORRECT)
-    judge = SimpleNamespace(cfg=SimpleNamespace(compare_chunk_elems=1 << 20, truth_accuracy_factor=2.0),
+    judge = SimpleNamespace(cfg=build_config().replace(compare_chunk_elems=1 << 20, truth_accuracy_factor=2.0),
                             result=result, phase=lambda name: contextlib.nullcontext(),
                             reference=SimpleNamespace(tolerance=lambda ref: {"atol": 1e-4, "rtol": 1e-4}, truth=lambda inputs, seed: None),
                             note=lambda text: text in result.notes or result.notes.append(text), workers=None)
@@ -241,7 +243,7 @@ def test_a_second_attempt_forgets_the_trials_findings_but_not_the_problems():
     from harness.judge.reports import CorrectnessReport
     from harness.judge.trials import Trials
 
-    trials = Trials(SimpleNamespace(cfg=None, phase=None, reference=None, workers=None, note=None))
+    trials = Trials(SimpleNamespace(cfg=build_config(), phase=None, reference=None, workers=None, note=None))
     first = CorrectnessReport(trials=None, flags=["degenerate_problem", "nondeterministic"], max_abs_err=3.0,
                               problem_findings=["constant"])
     trials.ref_err = 5.0

@@ -6,6 +6,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from harness.common.config import build_config
+
 from harness.common import channel
 from harness.common.verdict import Status, Verdict
 from harness.judge.workers import PairWorkers
@@ -25,7 +27,7 @@ def test_the_reference_workers_first_call_finds_the_room_the_candidates_will():
             return channel.Ok({})
         return SimpleNamespace(request=request, outbox=SimpleNamespace(copies=lambda xs: [x.clone() for x in xs]))
 
-    judge = SimpleNamespace(reference_worker_called=False, device=torch.device("cpu"), cfg=SimpleNamespace(timeout=5),
+    judge = SimpleNamespace(reference_worker_called=False, device=torch.device("cpu"), cfg=build_config().replace(timeout=5),
                             sandbox=worker("candidate"), ref_sandbox=worker("reference"), outboxes=lambda: [],
                             hand_over=lambda: None, expect_ok=lambda reply, sandbox=None: reply.payload,
                             reference_side=contextlib.nullcontext)  # stands in for a PairWorkers

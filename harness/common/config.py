@@ -26,21 +26,33 @@ class ConfigError(UserError):
     """A bad configuration; the CLI exits 2."""
 
 
-@dataclasses.dataclass(frozen=True)
-class Config:
-    """The run's settings, validated once; their meanings and defaults: configs/default.yaml."""
+class Section:
+    """A part of the Config; a copy with changes is `replace`."""
 
-    device: str
+    def replace(self, **changes):
+        """A copy with some of this section's settings changed, not validated again."""
+        return dataclasses.replace(self, **changes)
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits(Section):
+    """How long a process may take, and how much it may say."""
+
     timeout: float  # seconds per worker request
     compile_timeout: int
     start_timeout: int
     kill_grace_s: int
+    output_limit_bytes: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Correctness(Section):
+    """The trials, their inputs and seeds, and what passes."""
+
     trials: int
     wide_trials: int
     wide_input_scale: float
     init_seed: int
-    mode: str  # MODES
-    precision: str  # PRECISIONS
     tolerances: dict  # {dtype: {atol, rtol}}
     problem_tolerances: dict  # {problem: {atol, rtol}}
     fp64_truth: bool
@@ -48,6 +60,17 @@ class Config:
     truth_accuracy_factor: float
     reduced_precision_ratio: float
     compare_chunk_elems: int
+
+    @property
+    def total_trials(self) -> int:
+        """Ordinary and wide correctness trials."""
+        return self.trials + self.wide_trials
+
+
+@dataclasses.dataclass(frozen=True)
+class Timing(Section):
+    """How the rounds are run and when they stop."""
+
     warmup: int
     min_rounds: int
     max_rounds: int
@@ -63,6 +86,12 @@ class Config:
     launch_lead_us: float
     workers_share_cpu: bool
     compile_baseline: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class Resolution(Section):
+    """The least difference a speedup may claim, and how a claim is confirmed on fresh workers."""
+
     timing_resolution_pct: float
     batched_resolution_pct: float
     cpu_resolution_pct: float
@@ -73,31 +102,62 @@ class Config:
     process_blocks: int
     replace_pad_mb: int
     excessive_speedup: float
-    output_limit_bytes: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Builds(Section):
+    """Where extensions are built and cached, and how many at once."""
+
     build_cache_dir: str
     prebuild: str
     build_workers: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Scheduling(Section):
+    """How a run spreads its pairs, and where it writes."""
+
     judges_ahead: int
     peaks_cache_dir: str
     results_dir: str
 
-    @property
-    def total_trials(self) -> int:
-        """Ordinary and wide correctness trials."""
-        return self.trials + self.wide_trials
+
+SECTIONS = {"limits": Limits, "correctness": Correctness, "timing": Timing, "resolution": Resolution,
+            "builds": Builds, "scheduling": Scheduling}
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """The run's settings in sections, validated once; their meanings and defaults: configs/default.yaml (flat keys)."""
+
+    device: str
+    mode: str  # MODES
+    precision: str  # PRECISIONS
+    limits: Limits
+    correctness: Correctness
+    timing: Timing
+    resolution: Resolution
+    builds: Builds
+    scheduling: Scheduling
 
     def replace(self, **changes) -> "Config":
-        """A copy with some settings changed, not validated again."""
-        return dataclasses.replace(self, **changes)
+        """A copy with some settings (flat keys) changed, not validated again."""
+        return Config.from_dict({**self.to_dict(), **changes})
 
     def to_dict(self) -> dict[str, Any]:
-        """As JSON carries it."""
-        return dataclasses.asdict(self)
+        """Flat, as configs/default.yaml names the keys and JSON carries them."""
+        flat = {"device": self.device, "mode": self.mode, "precision": self.precision}
+        for name in SECTIONS:
+            flat.update(dataclasses.asdict(getattr(self, name)))
+        return flat
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> "Config":
-        """Back from to_dict()."""
-        return cls(**values)
+        """Back from to_dict(): every key, each in its section; an unknown key is a TypeError."""
+        values = dict(values)
+        sections = {name: section(**{f.name: values.pop(f.name) for f in dataclasses.fields(section)})
+                    for name, section in SECTIONS.items()}
+        return cls(**values, **sections)
 
 
 def load_defaults() -> dict[str, Any]:
@@ -132,7 +192,7 @@ def build_config(config_file: Optional[str] = None, overrides: Optional[dict] = 
             if key not in config:
                 raise ConfigError(f"Unknown config key '{key}' in {origin}. {suggest(key, config)}")
             config[key] = validate_value(key, value, config[key], origin)
-    checked = Config(**config)
+    checked = Config.from_dict(config)
     check_relations(checked)
     return checked
 
@@ -226,42 +286,43 @@ def validate_gpu_resolution(value: Any, origin: str) -> dict:
 
 def check_relations(config: Config) -> None:
     """Rules that tie two keys together."""
-    if config.min_rounds < 2:
+    if config.timing.min_rounds < 2:
         raise ConfigError("min_rounds must be at least 2 (a CI needs several rounds)")
-    if config.max_rounds < config.min_rounds:
+    if config.timing.max_rounds < config.timing.min_rounds:
         raise ConfigError("max_rounds must be >= min_rounds")
-    if config.total_trials < 1:
+    if config.correctness.total_trials < 1:
         raise ConfigError("trials + wide_trials must be at least 1")
-    if config.timeout <= 0 or config.compile_timeout <= 0:
+    if config.limits.timeout <= 0 or config.limits.compile_timeout <= 0:
         raise ConfigError("timeout and compile_timeout must be positive")
-    if not 0 < config.target_ci_pct <= 50 or not 0 < config.cpu_target_ci_pct <= 50:
+    if not 0 < config.timing.target_ci_pct <= 50 or not 0 < config.timing.cpu_target_ci_pct <= 50:
         raise ConfigError("target_ci_pct and cpu_target_ci_pct must be above 0 and at most 50")
     for key in ("timing_resolution_pct", "batched_resolution_pct", "cpu_resolution_pct", "host_bound_resolution_pct"):
-        if not 0 <= getattr(config, key) < 10:
+        if not 0 <= getattr(config.resolution, key) < 10:
             raise ConfigError(f"{key} must be at least 0 and under 10")
-    if config.process_blocks < 1 or config.process_band_pct < 0 or config.replace_pad_mb < 0:
+    resolution = config.resolution
+    if resolution.process_blocks < 1 or resolution.process_band_pct < 0 or resolution.replace_pad_mb < 0:
         raise ConfigError("process_blocks must be at least 1; process_band_pct and replace_pad_mb at least 0")
-    if config.host_bound_spread_pct <= 0:
+    if config.resolution.host_bound_spread_pct <= 0:
         raise ConfigError("host_bound_spread_pct must be positive")
-    if not 0 <= config.launch_lead_us <= 100000:
+    if not 0 <= config.timing.launch_lead_us <= 100000:
         raise ConfigError("launch_lead_us must be from 0 to 100000")
-    if config.judges_ahead < 0:
+    if config.scheduling.judges_ahead < 0:
         raise ConfigError("judges_ahead must be 0 or more")
     if config.precision not in PRECISIONS:
         raise ConfigError(f"Bad value for 'precision': {config.precision!r} (expected {', '.join(PRECISIONS)})")
     if config.mode not in MODES:
         raise ConfigError(f"Bad value for 'mode': {config.mode!r} (expected {' or '.join(MODES)})")
-    if config.truth_accuracy_factor < 1:
+    if config.correctness.truth_accuracy_factor < 1:
         raise ConfigError("truth_accuracy_factor must be at least 1")
-    if config.prebuild not in ("auto", "on", "off"):
-        raise ConfigError(f"Bad value for 'prebuild': {config.prebuild!r} (expected auto, on or off)")
+    if config.builds.prebuild not in ("auto", "on", "off"):
+        raise ConfigError(f"Bad value for 'prebuild': {config.builds.prebuild!r} (expected auto, on or off)")
 
 
 def tolerance_for(config: Config, problem: str, dtype: str) -> dict[str, float]:
     """One problem's tolerance for an output dtype (its own override wins)."""
-    if problem in config.problem_tolerances:
-        return {**config.tolerances.get(dtype, config.tolerances["float32"]), **config.problem_tolerances[problem]}
-    return config.tolerances.get(dtype, config.tolerances["float32"])
+    settings = config.correctness
+    tolerance = settings.tolerances.get(dtype, settings.tolerances["float32"])
+    return {**tolerance, **settings.problem_tolerances.get(problem, {})}
 
 
 def config_hash(config: Config) -> str:

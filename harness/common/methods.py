@@ -14,8 +14,8 @@ class Method:
     graph: bool = False  # the calls replay a captured CUDA graph: launches left out, inputs and output fixed in place
     host_clock: bool = False  # timed by the host's perf_counter (the CPU's method), else by CUDA events
     min_lead_us: float = 0.0  # the least spin ahead of a window where there is one (a graph's launch must fit)
-    resolution_key: str = "timing_resolution_pct"  # the Config field of its resolution
-    target_key: str = "target_ci_pct"  # the Config field of the CI half-width its rounds aim at
+    resolution_key: str = "timing_resolution_pct"  # the Config.resolution field of its resolution
+    target_key: str = "target_ci_pct"  # the Config.timing field of the CI half-width its rounds aim at
 
     def work_per_sample(self, batch: int, cold_cache: bool) -> tuple[int, int]:
         """(calls, flushes) one sample runs: what the judge's clock around it must cover."""

@@ -9,7 +9,7 @@ from typing import Callable
 
 import numpy as np
 
-from harness.common.config import Config
+from harness.common.config import Timing
 
 TIE_BAND = (0.98, 1.02)
 # Fewer pairs than this: their range holds the median too seldom (docs/decisions/paired-speedup-ci.md).
@@ -79,7 +79,7 @@ def is_tie(stats: dict) -> bool:
             and stats["speedup_ci_low"] <= 1.0 <= stats["speedup_ci_high"])
 
 
-def alternate_rounds(ref_call: Callable[[], float], new_call: Callable[[], float], cfg: Config,
+def alternate_rounds(ref_call: Callable[[], float], new_call: Callable[[], float], timing: Timing,
                      rng: random.Random, before_round: Callable[[int], None] = lambda i: None,
                      clock: Callable[[], float] = time.monotonic,
                      round_kept: Callable[[], bool] = lambda: True,
@@ -91,7 +91,7 @@ def alternate_rounds(ref_call: Callable[[], float], new_call: Callable[[], float
     order, opened = list[str](), list[str]()
 
     def tight() -> bool:
-        return len(ref_ms) >= cfg.min_rounds and ci_is_tight(speedup_with_ci(ref_ms, new_ms), cfg.target_ci_pct)
+        return len(ref_ms) >= timing.min_rounds and ci_is_tight(speedup_with_ci(ref_ms, new_ms), timing.target_ci_pct)
 
     def one_round() -> None:
         attempts[0] += 1
@@ -106,15 +106,16 @@ def alternate_rounds(ref_call: Callable[[], float], new_call: Callable[[], float
             ref_ms.pop(), new_ms.pop()
 
     started = clock()
-    deadline = started + cfg.max_timing_s
-    while len(ref_ms) < cfg.max_rounds and attempts[0] < 2 * cfg.max_rounds and (not attempts[0] or clock() < deadline):
+    deadline = started + timing.max_timing_s
+    while (len(ref_ms) < timing.max_rounds and attempts[0] < 2 * timing.max_rounds
+           and (not attempts[0] or clock() < deadline)):
         one_round()
-        enough = len(ref_ms) >= cfg.min_rounds and clock() - started >= cfg.min_timing_s
+        enough = len(ref_ms) >= timing.min_rounds and clock() - started >= timing.min_timing_s
         if enough and len(ref_ms) % 5 == 0 and tight():
             break
-    if undecided is not None and cfg.gate_timing_s and len(ref_ms) >= 2 and undecided(ref_ms, new_ms):
-        deadline, limit = clock() + cfg.gate_timing_s, len(ref_ms) + cfg.max_rounds
-        while len(ref_ms) < limit and attempts[0] < 4 * cfg.max_rounds and clock() < deadline:
+    if undecided is not None and timing.gate_timing_s and len(ref_ms) >= 2 and undecided(ref_ms, new_ms):
+        deadline, limit = clock() + timing.gate_timing_s, len(ref_ms) + timing.max_rounds
+        while len(ref_ms) < limit and attempts[0] < 4 * timing.max_rounds and clock() < deadline:
             one_round()
             if len(ref_ms) % 5 == 0 and not undecided(ref_ms, new_ms):
                 break

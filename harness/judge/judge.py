@@ -168,8 +168,8 @@ def record_peaks(result: Result, judge_mb: float, infos: dict, on_gpu: bool) -> 
 
 def confirmation_config(cfg: Config) -> Config:
     """A confirmation block's settings (runner/blocks.py): one trial, half the rounds and seconds, fresh workers."""
-    return cfg.replace(trials=1, wide_trials=0, max_rounds=max(cfg.min_rounds, cfg.max_rounds // 2),
-                       max_timing_s=cfg.max_timing_s / 2)
+    return cfg.replace(trials=1, wide_trials=0, max_rounds=max(cfg.timing.min_rounds, cfg.timing.max_rounds // 2),
+                       max_timing_s=cfg.timing.max_timing_s / 2)
 
 
 def reported_count(info, key: str):
@@ -260,7 +260,7 @@ def judge_pair(message: protocol.Job, workers: tuple, helpers: frozenset, report
 def start_workers(config: Config) -> tuple:
     """(the candidate's worker, the reference's), forked from us, and our own other children (helpers)."""
     # The candidate's worker first (confined); the reference's, forked second, holds a copy of its channel.
-    workers = tuple(Sandbox({}, config.output_limit_bytes, config.kill_grace_s, confined=side == 0)
+    workers = tuple(Sandbox({}, config.limits.output_limit_bytes, config.limits.kill_grace_s, confined=side == 0)
                     for side in range(2))
     # torch's shared-memory manager, started before candidate code runs, is a child of ours that no orphan kill takes.
     torch.empty(1).share_memory_()

@@ -31,7 +31,7 @@ def lint_problem(path: Path, device: torch.device, overrides: dict, cfg: Config)
                                                   problem_info.free_memory(device))
         if shortfall:
             return {"not_checked": shortfall}
-        model = semantics.build_model(problem.Model, inputs_mod.init_inputs(problem), cfg.init_seed, device,
+        model = semantics.build_model(problem.Model, inputs_mod.init_inputs(problem), cfg.correctness.init_seed, device,
                                       cfg.mode)
         secret, problem_check = secrets.randbits(63), ProblemCheck(cfg, path.stem)
         for trial in range(2):
@@ -84,7 +84,7 @@ def mean_of(ref: torch.Tensor, chunk: int = 1 << 24) -> float:
 
 def would_pass(ref: torch.Tensor, value: float, cfg: Config, problem: str) -> bool:
     tol = tolerance_for(cfg, problem, str(ref.dtype).removeprefix("torch."))
-    return check.constant_would_pass(ref, value, tol["atol"], tol["rtol"], cfg.compare_chunk_elems)
+    return check.constant_would_pass(ref, value, tol["atol"], tol["rtol"], cfg.correctness.compare_chunk_elems)
 
 
 def main(argv: list) -> None:

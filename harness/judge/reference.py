@@ -67,8 +67,8 @@ class Reference:
         """Build Model under the init seed (after PairMemory.check: docs/memory.md)."""
         try:
             self.init_args = inputs_mod.init_inputs(self.problem)
-            self.model = semantics.build_model(self.problem.Model, self.init_args, self.cfg.init_seed, self.device,
-                                               self.cfg.mode, self.dtype)
+            self.model = semantics.build_model(self.problem.Model, self.init_args, self.cfg.correctness.init_seed,
+                                               self.device, self.cfg.mode, self.dtype)
             # Kept as constructed: a training-mode forward updates BatchNorm's running statistics.
             self.constructed_buffers = {name: b.detach().clone() for name, b in model_buffers(self.model)}
             self.constructed_state = semantics.model_state(self.model)
@@ -118,12 +118,12 @@ class Reference:
 
     def truth(self, inputs: list, seed: int | None, upcast: bool = True, state: dict | None = None):
         """The float64 truth of these inputs (check.stored_truth); None where there is none (docs/judging.md)."""
-        if not self.cfg.fp64_truth or self.random_reference:
+        if not self.cfg.correctness.fp64_truth or self.random_reference:
             return None
         size = self.memory.sizes
         need = 2 * (size.inputs + size.outputs + size.weights) if size else 2 * inputs_mod.nbytes(inputs)
         free = free_memory(self.device)
-        if need > self.cfg.fp64_memory_fraction * free:
+        if need > self.cfg.correctness.fp64_memory_fraction * free:
             self.note(f"no float64 truth: it needs about {gib(need)}, {gib(free)} of the device was free")
             return None
         try:
@@ -153,7 +153,8 @@ class Reference:
         after = semantics.model_state(self.model)
         again = self.call(inputs, seed)
         semantics.restore_state(self.model, after)
-        differs = any(not check.compare(ref, new, **self.tolerance(ref), chunk=self.cfg.compare_chunk_elems).ok
+        chunk = self.cfg.correctness.compare_chunk_elems
+        differs = any(not check.compare(ref, new, **self.tolerance(ref), chunk=chunk).ok
                       for ref, new in zip(check.items(ref_out), check.items(again)))
         if differs:
             self.stateful = True
@@ -201,7 +202,7 @@ class Reference:
         seed = inputs_mod.trial_seed(self.job.secret, self.job.problem, trial)
         try:
             return inputs_mod.make_inputs(self.problem, seed, self.device,
-                                          self.cfg.wide_input_scale if wide else None, self.dtype)
+                                          self.cfg.correctness.wide_input_scale if wide else None, self.dtype)
         except torch.cuda.OutOfMemoryError:
             raise
         except Exception as exc:

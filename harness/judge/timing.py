@@ -96,7 +96,7 @@ class PairTiming:
 
     def share_one_cpu(self) -> None:
         """On a GPU: both workers on this GPU's CPU (docs/decisions/timing-alike.md)."""
-        if self.device.type == "cuda" and self.cfg.workers_share_cpu:
+        if self.device.type == "cuda" and self.cfg.timing.workers_share_cpu:
             cpu = procs.cpu_for_gpu(self.device.index or 0)
             if procs.share_one_cpu([self.ref_sandbox.proc.pid, self.sandbox.proc.pid], cpu):
                 self.workers.ref_schedule.pin(cpu)  # not a change the scheduling check sees
@@ -106,8 +106,8 @@ class PairTiming:
         rounds = Rounds(self)
         try:
             self.check_reference_scheduling()
-            rounds_cfg = self.cfg.replace(target_ci_pct=target_pct(self.cfg, self.report.ref_timer))
-            ref_ms, new_ms, tight = stats.alternate_rounds(rounds.ref_sample, rounds.new_sample, rounds_cfg, rounds.rng,
+            aim = self.cfg.timing.replace(target_ci_pct=target_pct(self.cfg, self.report.ref_timer))
+            ref_ms, new_ms, tight = stats.alternate_rounds(rounds.ref_sample, rounds.new_sample, aim, rounds.rng,
                                                            rounds.before_round, round_kept=rounds.round_kept,
                                                            undecided=self.straddles_the_gate())
             self.check_reference_scheduling()
@@ -123,7 +123,7 @@ class PairTiming:
         cfg = self.cfg
         if rounds.probe:
             self.report.gpu_wait_ms = round(rounds.probe.waited_ms, 1)
-        if (self.report.rounds_discarded or 0) >= cfg.interference_rounds or not ref_ms:
+        if (self.report.rounds_discarded or 0) >= cfg.timing.interference_rounds or not ref_ms:
             self.report.flags.append("interference")
         if not ref_ms:  # every round was dropped for interference
             self.report.timing_rounds = 0
@@ -132,12 +132,12 @@ class PairTiming:
         self.check_timed_output(len(ref_ms) - 1)
         self.report.timed_outputs_checked = 0 if self.reference.random_reference else len(rounds.checked) + 1
         self.record_timing(ref_ms, new_ms, tight, rounds.clocks)
-        judge_timer = timing.Timer(self.device, cfg.cold_cache, cfg.launch_lead_us)
+        judge_timer = timing.Timer(self.device, cfg.timing.cold_cache, cfg.timing.launch_lead_us)
         self.report.judge_wall_ms = statistics.median(rounds.new_judged)
         if (self.time_disagrees(ref_ms, rounds.ref_judged, new_ms, rounds.new_judged, judge_timer)
                 and self.disagrees_again(rounds, judge_timer)):
             self.report.flags.append("timer_tampering")
-        if cfg.compile_baseline:
+        if cfg.timing.compile_baseline:
             self.time_compiled(self.round_inputs, judge_timer)
 
     def straddles_the_gate(self):
@@ -167,10 +167,10 @@ class PairTiming:
 
     def gpu_probe(self):
         """The GPU probe, or None (CPU, turned off, or not loadable: logged)."""
-        if self.device.type != "cuda" or not self.cfg.gpu_probe_ms:
+        if self.device.type != "cuda" or not self.cfg.timing.gpu_probe_ms:
             return None
         try:
-            return GpuProbe(self.device, self.cfg.gpu_probe_ms)
+            return GpuProbe(self.device, self.cfg.timing.gpu_probe_ms)
         except ProbeUnavailable as exc:
             print(f"GPU probe unavailable, windows unchecked: {exc}", flush=True)
             return None
@@ -191,7 +191,7 @@ class PairTiming:
 
     def time_disagrees(self, ref_ms, ref_judged, new_ms, new_judged, judge_timer: timing.Timer) -> bool:
         """timer_disagrees with the judge's own flush time."""
-        cold = self.cfg.cold_cache
+        cold = self.cfg.timing.cold_cache
         with timing.threads(self.ctx.worker_threads):  # as the workers' threads make it
             flush_ms = statistics.median(judge_timer.window(judge_timer.flush)[0] for _ in range(5)) if cold else 0.0
         r = self.report
@@ -210,7 +210,7 @@ class PairTiming:
         with self.phase("timing.refresh"):
             copy = self.retried_when_full(lambda: sandbox.outbox.copies(self.round_inputs))
             self.hand_over()
-            self.expect_ok(sandbox.request("refresh_timing_inputs", self.cfg.timeout, inputs=copy))
+            self.expect_ok(sandbox.request("refresh_timing_inputs", self.cfg.limits.timeout, inputs=copy))
             if sandbox is self.ref_sandbox and self.device.type == "cuda":
                 # It stands for the round's inputs (not on the CPU, where /dev/shm is writable).
                 self.round_inputs = copy
@@ -231,7 +231,8 @@ class PairTiming:
     def compare_timed_output(self, index: int) -> None:
         ref_out = self.retried_when_full(lambda: self.reference.timed_call(self.round_inputs))
         # Which calls window's output (Timer.snapshot_output), drawn after both ran.
-        reply = self.expect_ok(self.sandbox.request("last_timed_output", self.cfg.timeout, window=secrets.randbelow(2)))
+        reply = self.expect_ok(self.sandbox.request("last_timed_output", self.cfg.limits.timeout,
+                                                    window=secrets.randbelow(2)))
         problem = check.structure_problem(ref_out, reply)
         if problem:
             raise Verdict(Status.INCORRECT, f"timing round {index + 1}: {problem}", "wrong_timed_output")
@@ -260,7 +261,7 @@ class PairTiming:
             setattr(self.report, key, value)
         r = self.report
         r.ref_samples_ms, r.new_samples_ms, r.timing_rounds = ref_ms, new_ms, len(ref_ms)
-        r.tie, r.cache = stats.is_tie(summary), "cold" if self.cfg.cold_cache else "hot"
+        r.tie, r.cache = stats.is_tie(summary), "cold" if self.cfg.timing.cold_cache else "hot"
         moved, flops = self.reference.bytes_moved, self.reference.flops
         r.gbps, r.ref_gbps = moved / (r.new_ms * 1e6), moved / (r.ref_ms * 1e6)
         if flops:
@@ -272,7 +273,7 @@ class PairTiming:
                 r.flags.append("throttled")
         if not tight:
             r.flags.append("noisy_timing")
-        if r.speedup > self.cfg.excessive_speedup:
+        if r.speedup > self.cfg.resolution.excessive_speedup:
             r.flags.append("excessive_speedup")
 
     def record_roofline(self) -> None:
@@ -301,8 +302,8 @@ class PairTiming:
                 with torch.no_grad():
                     return compiled(*inputs)
 
-            timer.prepare(call, self.cfg.warmup)
-            self.report.compiled_ms = statistics.median(timer.sample()[0] for _ in range(self.cfg.min_rounds))
+            timer.prepare(call, self.cfg.timing.warmup)
+            self.report.compiled_ms = statistics.median(timer.sample()[0] for _ in range(self.cfg.timing.min_rounds))
         except Exception as exc:  # reported, never fatal
             self.report.compiled_ms = None
             self.report.compiled_error = one_line(f"{type(exc).__name__}: {exc}", 200)
@@ -325,7 +326,7 @@ class Rounds:
 
     def gpu_is_ours(self) -> None:
         """Drain other GPU work before each side's window: docs/decisions/timing-rounds.md"""
-        if self.probe and not self.probe.wait_until_ours(self.cfg.gpu_drain_s):
+        if self.probe and not self.probe.wait_until_ours(self.cfg.timing.gpu_drain_s):
             self.window_clean = False
 
     def round_kept(self) -> bool:
@@ -342,8 +343,8 @@ class Rounds:
     def replace_side(self, sandbox) -> None:
         """Re-place the worker's allocations behind a secret pad, where due."""
         if self.replaces:
-            pad = self.rng.randrange(0, (self.cfg.replace_pad_mb << 20) + 1, 1 << 20)
-            self.pair.expect_ok(sandbox.request("replace", self.cfg.timeout, pad_bytes=pad))
+            pad = self.rng.randrange(0, (self.cfg.resolution.replace_pad_mb << 20) + 1, 1 << 20)
+            self.pair.expect_ok(sandbox.request("replace", self.cfg.limits.timeout, pad_bytes=pad))
 
     # Each side's window follows its own copy of the inputs: docs/decisions/timing-rounds.md
     def ref_sample(self) -> float:
@@ -352,7 +353,7 @@ class Rounds:
             self.replace_side(pair.ref_sandbox)
             pair.refresh_side(pair.ref_sandbox)
             self.gpu_is_ours()
-            ms, wall = plausible_sample(pair.expect_ok(pair.ref_sandbox.request("time", self.cfg.timeout)))
+            ms, wall = plausible_sample(pair.expect_ok(pair.ref_sandbox.request("time", self.cfg.limits.timeout)))
             self.ref_judged.append(pair.ref_sandbox.last_request_ms)
         self.went_first("R")
         self.report.ref_wall_ms.append(wall)
@@ -365,7 +366,7 @@ class Rounds:
         self.replace_side(pair.sandbox)
         pair.refresh_side(pair.sandbox)
         self.gpu_is_ours()
-        ms, wall = plausible_sample(pair.expect_ok(pair.sandbox.request("time", self.cfg.timeout)))
+        ms, wall = plausible_sample(pair.expect_ok(pair.sandbox.request("time", self.cfg.limits.timeout)))
         self.new_judged.append(pair.sandbox.last_request_ms)
         self.went_first("N")
         self.report.new_wall_ms.append(wall)
@@ -388,7 +389,7 @@ class Rounds:
 
 def replaces_every_round(device: torch.device, cfg: Config, block: int, method: str) -> bool:
     """Does each round re-place both sides' allocations? docs/decisions/process-offset.md"""
-    return device.type == "cuda" and bool(cfg.replace_pad_mb) and (block > 1 or methods.is_graph(method))
+    return device.type == "cuda" and bool(cfg.resolution.replace_pad_mb) and (block > 1 or methods.is_graph(method))
 
 
 def declared(method: str) -> methods.Method:
@@ -398,16 +399,16 @@ def declared(method: str) -> methods.Method:
 
 def target_pct(cfg: Config, method: str) -> float:
     """The CI half-width (percent) the rounds aim at: the method's own."""
-    return getattr(cfg, declared(method).target_key)
+    return getattr(cfg.timing, declared(method).target_key)
 
 
 def resolution_pct(cfg: Config, method: str, spread: float = 0.0, gpu: str | None = None) -> float:
     """The resolution (percent) for this method, spread and GPU: docs/judging.md."""
-    resolution = getattr(cfg, declared(method).resolution_key)
-    if spread >= cfg.host_bound_spread_pct:
-        resolution = max(resolution, cfg.host_bound_resolution_pct)
+    resolution = getattr(cfg.resolution, declared(method).resolution_key)
+    if spread >= cfg.resolution.host_bound_spread_pct:
+        resolution = max(resolution, cfg.resolution.host_bound_resolution_pct)
     if gpu and not declared(method).host_clock:
-        resolution = max([resolution] + [pct for part, pct in cfg.gpu_resolution_pct.items()
+        resolution = max([resolution] + [pct for part, pct in cfg.resolution.gpu_resolution_pct.items()
                                          if part.lower() in gpu.lower()])
     return resolution
 

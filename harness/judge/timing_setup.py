@@ -32,7 +32,7 @@ class TimingSetup:
 
     def run(self) -> None:
         """Timing inputs to both workers, their methods chosen, one call of each traced."""
-        trial = self.cfg.total_trials  # the timing inputs' seed: past the correctness trials'
+        trial = self.cfg.correctness.total_trials  # the timing inputs' seed: past the correctness trials'
         if self.job.flops is not None:  # counted by an earlier judge of this run on this problem
             self.reference.flops, self.reference.tf32_flops = self.job.flops, self.job.tf32_flops or 0
         else:
@@ -50,8 +50,8 @@ class TimingSetup:
     def uses_only_reference_ops(self) -> bool:
         """Did the candidate launch only the reference's kernels (GPU) or torch operators (CPU)? Nothing traced: no."""
         with self.reference_side():  # one side at a time, as everything the workers run from here on
-            ref_reply = self.ref_sandbox.request("trace", self.cfg.timeout)
-        new_reply = self.sandbox.request("trace", self.cfg.timeout)
+            ref_reply = self.ref_sandbox.request("trace", self.cfg.limits.timeout)
+        new_reply = self.sandbox.request("trace", self.cfg.limits.timeout)
         # a profiler that cannot start leaves the flag unset and blames no one
         try:
             ref, new = self.expect_ok(ref_reply), self.expect_ok(new_reply)
@@ -127,12 +127,12 @@ class TimingSetup:
         new_inputs = self.retried_when_full(functools.partial(self.sandbox.outbox.copies, ref_inputs))
         self.hand_over()  # a worker that maps a pool block it mapped before does not wait for our writes
         with self.reference_side():
-            self.expect_ok(self.ref_sandbox.request("set_timing_inputs", self.cfg.timeout, inputs=ref_inputs,
+            self.expect_ok(self.ref_sandbox.request("set_timing_inputs", self.cfg.limits.timeout, inputs=ref_inputs,
                                                     stateful=bool(self.reference.stateful)))
         # The reference's worker keeps a copy of its own: ours goes back before the candidate's worker makes its copy.
         del ref_inputs
         release_cached_memory(self.device, outboxes=[self.ref_sandbox.outbox])
-        self.expect_ok(self.sandbox.request("set_timing_inputs", self.cfg.timeout, inputs=new_inputs,
+        self.expect_ok(self.sandbox.request("set_timing_inputs", self.cfg.limits.timeout, inputs=new_inputs,
                                             stateful=bool(self.reference.stateful)))
         del new_inputs
         release_cached_memory(self.device, outboxes=self.workers.outboxes())
@@ -140,8 +140,9 @@ class TimingSetup:
     def prepare_again(self, sandbox, allow_graph: bool = False, batched: bool = False, batch: int | None = None,
                       windows: int | None = None) -> tuple:
         """A worker's (method, batch), (re)chosen: `batched` at any length, `batch` calls, or `windows` a sample."""
-        prepared = self.expect_ok(sandbox.request("prepare_timing", self.cfg.timeout, warmup=self.cfg.warmup,
+        prepared = self.expect_ok(sandbox.request("prepare_timing", self.cfg.limits.timeout,
+                                                  warmup=self.cfg.timing.warmup,
                                                   allow_graph=allow_graph, batched=batched, batch=batch,
-                                                  windows=windows, lead_us=self.cfg.launch_lead_us))
+                                                  windows=windows, lead_us=self.cfg.timing.launch_lead_us))
         method, batch = (prepared.get("method"), prepared.get("batch")) if isinstance(prepared, dict) else (None, None)
         return (method if methods.named(method) else "unknown"), (batch if isinstance(batch, int) else None)

@@ -27,6 +27,7 @@ class Trials:
 
     def __init__(self, ctx):
         self.ctx, self.cfg, self.phase = ctx, ctx.cfg, ctx.phase
+        self.rules = ctx.cfg.correctness  # the trials' settings
         self.reference, self.workers, self.note = ctx.reference, ctx.workers, ctx.note
         self.report = CorrectnessReport()
         self.within_noted = False  # the within_reference_error note written (once a pair)
@@ -56,11 +57,11 @@ class Trials:
             self.report.flags.append(flag("weights_copied"))
 
     def all_trials(self) -> None:
-        total = self.cfg.total_trials
+        total = self.rules.total_trials
         for trial in range(total):
             self.trial_retried_when_full(trial, total)
         self.report.trials = total
-        if self.new_err > 0.01 and self.new_err > self.cfg.reduced_precision_ratio * self.ref_err:
+        if self.new_err > 0.01 and self.new_err > self.rules.reduced_precision_ratio * self.ref_err:
             self.report.flags.append(flag("reduced_precision"))
 
     def afresh(self, first: CorrectnessReport) -> CorrectnessReport:
@@ -80,13 +81,13 @@ class Trials:
                       f"more after every cache was handed back")
         # out of the except block: its traceback held the trial's tensors
         self.report.flags = flags
-        self.workers.expect_ok(self.workers.sandbox.request("release_outputs", self.cfg.timeout))
+        self.workers.expect_ok(self.workers.sandbox.request("release_outputs", self.cfg.limits.timeout))
         self.workers.release_all_caches()
         self.one_trial(trial, total)
 
     def one_trial(self, trial: int, total: int) -> None:
         """Fresh inputs, both sides' outputs, every check."""
-        wide = trial >= self.cfg.trials
+        wide = trial >= self.rules.trials
         label = f"trial {trial + 1}/{total}" + (" (wide inputs)" if wide else "")
         seed = self.reference.call_seed(trial)
         with self.phase("correctness.reference"):
@@ -163,7 +164,7 @@ class Trials:
         new_items, failures = reply["items"], []
         for i, (ref, new) in enumerate(zip(check.items(ref_out), new_items)):
             tol = self.reference.tolerance(ref)
-            comparison = check.compare(ref, new, tol["atol"], tol["rtol"], self.cfg.compare_chunk_elems)
+            comparison = check.compare(ref, new, tol["atol"], tol["rtol"], self.rules.compare_chunk_elems)
             self.report.max_abs_err = max(self.report.max_abs_err or 0.0, comparison.max_abs_err)
             self.report.max_rel_err = max(self.report.max_rel_err or 0.0, comparison.max_rel_err)
             if not comparison.ok:
@@ -175,7 +176,7 @@ class Trials:
         for i, ref, new, comparison in failures:
             where = label + (f": output {i}" if len(new_items) > 1 else "")
             ref_error, new_error = errors.get(i, (None, None))
-            if ref_error is not None and check.as_accurate(new_error, ref_error, self.cfg.truth_accuracy_factor):
+            if ref_error is not None and check.as_accurate(new_error, ref_error, self.rules.truth_accuracy_factor):
                 self.flag_once("accurate_vs_fp64")
                 continue
             room = None
@@ -192,7 +193,7 @@ class Trials:
             return False, None
         tol = self.reference.tolerance(ref)
         ok, apart = check.within_reference_error(new, ref, ref_error, tol["atol"], tol["rtol"],
-                                                 self.cfg.truth_accuracy_factor, self.cfg.compare_chunk_elems)
+                                                 self.rules.truth_accuracy_factor, self.rules.compare_chunk_elems)
         measured = (f"{apart:.3g} tolerances from the reference's output, the reference itself {ref_error.worst:.3g} "
                     f"from float64 in the trials")
         if not ok:
@@ -211,7 +212,7 @@ class Trials:
         for i, (t, ref, new) in enumerate(zip(check.items(truth), check.items(ref_out), new_items)):
             if not ref.is_floating_point():  # exact
                 continue
-            tol, chunk = self.reference.tolerance(ref), self.cfg.compare_chunk_elems
+            tol, chunk = self.reference.tolerance(ref), self.rules.compare_chunk_elems
             errors[i] = tuple(check.truth_error(x, t, tol["atol"], tol["rtol"], chunk) for x in (ref, new))
             self.ref_err = max(self.ref_err, errors[i][0].worst)
             if not wide:
@@ -229,7 +230,7 @@ class Trials:
         again = self.workers.run_candidate(shared, ref_out, seed, restore=True)
         if all(check.same_bits(a, b) for a, b in zip(reply["items"], again["items"])):
             return
-        chunk = self.cfg.compare_chunk_elems
+        chunk = self.rules.compare_chunk_elems
         spread = max(check.max_difference(a, b, chunk) for a, b in zip(reply["items"], again["items"]))
         if spread < float("inf") and (self.share_of_tolerance(ref_out, reply["items"], again["items"])
                                       < NONDETERMINISM_SHARE):
@@ -255,7 +256,7 @@ class Trials:
                     return float("inf")
                 continue
             tol = self.reference.tolerance(ref)
-            worst = max(worst, check.normalized_error(b, a, tol["atol"], tol["rtol"], self.cfg.compare_chunk_elems))
+            worst = max(worst, check.normalized_error(b, a, tol["atol"], tol["rtol"], self.rules.compare_chunk_elems))
         return worst
 
 

@@ -33,7 +33,7 @@ class PairWorkers:
         """A stateful problem's second attempt starts where the first did: both models as constructed."""
         if self.reference.stateful:
             self.reference.restart()
-            self.expect_ok(self.sandbox.request("restore_state", self.cfg.timeout))
+            self.expect_ok(self.sandbox.request("restore_state", self.cfg.limits.timeout))
 
     def import_both(self) -> None:
         """Both workers greeted and their code imported at once (the candidate's extension builds run now)."""
@@ -44,18 +44,19 @@ class PairWorkers:
         # The reference's worker as no candidate code has touched it: timing checks that it stays so (PairTiming).
         self.ref_schedule = procs.Schedule.read(self.ref_sandbox.proc.pid)
         # Only the candidate gets the build folders (and the lock, held until ModelNew is built).
-        self.sandbox.greet(str(self.device), self.cfg.cold_cache, {**env, **candidate_build_env(self.job.build_dir)})
+        cold_cache = self.cfg.timing.cold_cache
+        self.sandbox.greet(str(self.device), cold_cache, {**env, **candidate_build_env(self.job.build_dir)})
         with self.reference_side():
-            self.ref_sandbox.greet(str(self.device), self.cfg.cold_cache, env)
+            self.ref_sandbox.greet(str(self.device), cold_cache, env)
         self.sandbox.send("import", path=self.job.solution_path, source=self.job.solution_source,
                           overrides=self.job.overrides, class_name="ModelNew", module_name="candidate_module",
                           problem=[self.reference.problem_source, self.job.problem_path])
         with self.reference_side():
             self.ref_sandbox.send("import", path=self.job.problem_path, source=self.reference.problem_source,
                                   overrides=self.job.overrides, class_name="Model", module_name="reference_module")
-        self.expect_ok(self.sandbox.receive("import", self.cfg.compile_timeout), self.sandbox)
+        self.expect_ok(self.sandbox.receive("import", self.cfg.limits.compile_timeout), self.sandbox)
         with self.reference_side():
-            self.expect_ok(self.ref_sandbox.receive("import", self.cfg.compile_timeout), self.ref_sandbox)
+            self.expect_ok(self.ref_sandbox.receive("import", self.cfg.limits.compile_timeout), self.ref_sandbox)
 
     def construct_both(self) -> float:
         """Both models built, the reference's first (the candidate never runs while its weights' copy is unread);
@@ -75,8 +76,10 @@ class PairWorkers:
         self.hand_over()
         # A candidate may build its extension in __init__: construction gets the build's time limit too.
         dtype = None if self.dtype is None else str(self.dtype).removeprefix("torch.")
-        reply = sandbox.request("construct", self.cfg.timeout + self.cfg.compile_timeout, state_dict=state, dtype=dtype,
-                                init_args=self.reference.init_args, init_seed=self.cfg.init_seed, mode=self.cfg.mode)
+        limits = self.cfg.limits
+        reply = sandbox.request("construct", limits.timeout + limits.compile_timeout, state_dict=state, dtype=dtype,
+                                init_args=self.reference.init_args, init_seed=self.cfg.correctness.init_seed,
+                                mode=self.cfg.mode)
         return self.expect_ok(reply, sandbox)
 
     def adopt_reference_weights(self) -> bool:
@@ -86,7 +89,7 @@ class PairWorkers:
         state = self.sandbox.outbox.state_copy(constructed)
         del constructed
         self.hand_over()
-        reply = self.expect_ok(self.sandbox.request("adopt_weights", self.cfg.timeout, state_dict=state))
+        reply = self.expect_ok(self.sandbox.request("adopt_weights", self.cfg.limits.timeout, state_dict=state))
         del state
         release_cached_memory(self.device, outboxes=self.outboxes())
         changed = reply.get("changed_tensors") if isinstance(reply, dict) else None
@@ -113,8 +116,8 @@ class PairWorkers:
         release_cached_memory(self.device)
         self.hand_over()
         if restore and self.reference.stateful:
-            self.expect_ok(self.sandbox.request("restore_state", self.cfg.timeout))
-        reply = self.expect_ok(self.sandbox.request("run", self.cfg.timeout, inputs=shared, poison_sizes=sizes,
+            self.expect_ok(self.sandbox.request("restore_state", self.cfg.limits.timeout))
+        reply = self.expect_ok(self.sandbox.request("run", self.cfg.limits.timeout, inputs=shared, poison_sizes=sizes,
                                                     seed=seed, keep_state=bool(self.reference.stateful)))
         problem = check.structure_problem(ref_out, reply)
         if problem:
@@ -123,7 +126,7 @@ class PairWorkers:
 
     def release_trial(self) -> None:
         """After a trial: the candidate's worker lets go of its call's tensors, and we of our cached blocks."""
-        self.expect_ok(self.sandbox.request("release_outputs", self.cfg.timeout))
+        self.expect_ok(self.sandbox.request("release_outputs", self.cfg.limits.timeout))
         release_cached_memory(self.device, outboxes=self.outboxes())
 
     def reference_worker_first_call(self, inputs: list, ref_out, seed: int) -> None:
@@ -132,24 +135,24 @@ class PairWorkers:
         if self.reference_worker_called:
             return
         # What the candidate's __init__ left cached (a warm-up call, say) back first.
-        self.expect_ok(self.sandbox.request("release_memory", self.cfg.timeout, workspaces=True))
+        self.expect_ok(self.sandbox.request("release_memory", self.cfg.limits.timeout, workspaces=True))
         release_cached_memory(self.device, outboxes=self.outboxes())
         with self.reference_side():
             shared = self.ref_sandbox.outbox.copies(inputs)
             self.hand_over()
-            self.expect_ok(self.ref_sandbox.request("run", self.cfg.timeout, inputs=shared,
+            self.expect_ok(self.ref_sandbox.request("run", self.cfg.limits.timeout, inputs=shared,
                                                     poison_sizes=poison_sizes(ref_out), seed=seed))
             del shared
-            self.expect_ok(self.ref_sandbox.request("release_outputs", self.cfg.timeout))
-            self.expect_ok(self.ref_sandbox.request("release_memory", self.cfg.timeout, workspaces=True))
+            self.expect_ok(self.ref_sandbox.request("release_outputs", self.cfg.limits.timeout))
+            self.expect_ok(self.ref_sandbox.request("release_memory", self.cfg.limits.timeout, workspaces=True))
         release_cached_memory(self.device, outboxes=self.outboxes())
         self.reference_worker_called = True  # (only now: a trial that ran out of memory first runs it again)
 
     def release_all_caches(self) -> None:
         """Both workers', then this process's cached GPU memory handed back (the GPU was full)."""
         with self.reference_side():
-            self.ref_sandbox.request("release_memory", self.cfg.timeout)
-        self.sandbox.request("release_memory", self.cfg.timeout)
+            self.ref_sandbox.request("release_memory", self.cfg.limits.timeout)
+        self.sandbox.request("release_memory", self.cfg.limits.timeout)
         release_cached_memory(self.device, outboxes=self.outboxes())
 
     def outboxes(self) -> list:

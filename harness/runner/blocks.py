@@ -31,9 +31,9 @@ def is_claim(result: Result) -> bool:
 
 def needs_confirmation(result: Result, cfg: Config) -> bool:
     """No tie (even if its CI holds 1.0) within process_band_pct? docs/decisions/confirm-no-ties.md"""
-    if cfg.process_blocks < 2 or timed_ci(result) is None or result.speedup is None or result.tie:
+    if cfg.resolution.process_blocks < 2 or timed_ci(result) is None or result.speedup is None or result.tie:
         return False
-    return abs(math.log(result.speedup)) <= math.log1p(cfg.process_band_pct / 100)
+    return abs(math.log(result.speedup)) <= math.log1p(cfg.resolution.process_band_pct / 100)
 
 
 def judged_in_blocks(judge: Callable[[int], Result], cfg: Config) -> Result:
@@ -42,7 +42,7 @@ def judged_in_blocks(judge: Callable[[int], Result], cfg: Config) -> Result:
     if not needs_confirmation(first, cfg):
         return first
     blocks, result = [first], first
-    for block in range(2, cfg.process_blocks + 1):
+    for block in range(2, cfg.resolution.process_blocks + 1):
         one = judge(block)
         if one.status != Status.CORRECT or one.speedup is None:
             return failed_block(first, one, block)  # a fresh worker's wrong output is a finding

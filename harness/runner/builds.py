@@ -25,15 +25,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def pool_size(cfg: Config) -> int:
     """build_workers, or half the cores, at most one per 4 GiB of available memory, at most 8."""
-    if cfg.build_workers:
-        return cfg.build_workers
+    if cfg.builds.build_workers:
+        return cfg.builds.build_workers
     available_gib = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**30
     return max(1, min((os.cpu_count() or 2) // 2, int(available_gib // 4), 8))
 
 
 def enabled(cfg: Config, device: str) -> bool:
     """prebuild: on, off, or auto (on for GPU runs; on the CPU, builds would disturb timings)."""
-    return cfg.prebuild == "on" or (cfg.prebuild == "auto" and is_gpu(device))
+    return cfg.builds.prebuild == "on" or (cfg.builds.prebuild == "auto" and is_gpu(device))
 
 
 @dataclass
@@ -71,7 +71,7 @@ def prebuild(problem: str, problem_path: Path, solution: str, path: Path, source
     try:
         proc = subprocess.run([sys.executable, "-m", "harness.runner.builds"], cwd=ROOT,
                               input=json.dumps(dataclasses.asdict(job)), capture_output=True, text=True,
-                              timeout=cfg.compile_timeout + 120)
+                              timeout=cfg.limits.compile_timeout + 120)
         verdict = json.loads(proc.stdout.strip().splitlines()[-1])
     except (subprocess.TimeoutExpired, ValueError, IndexError):
         return Prebuilt(wall_s=time.monotonic() - started)  # the evaluation will build (and judge) it
@@ -101,18 +101,18 @@ def build(job: BuildJob) -> dict:
     env = candidate_build_env(job.build_dir)
     if job.arch and "TORCH_CUDA_ARCH_LIST" not in os.environ:
         env["TORCH_CUDA_ARCH_LIST"] = job.arch  # as the judge will ask, so it reuses this build
-    sandbox = Sandbox({"CUDA_VISIBLE_DEVICES": ""}, cfg.output_limit_bytes, cfg.kill_grace_s)
+    sandbox = Sandbox({"CUDA_VISIBLE_DEVICES": ""}, cfg.limits.output_limit_bytes, cfg.limits.kill_grace_s)
     try:
         sandbox.greet("cpu", False, env)
-        reply = sandbox.request("import", cfg.compile_timeout, path=job.path, source=job.source,
+        reply = sandbox.request("import", cfg.limits.compile_timeout, path=job.path, source=job.source,
                                 module_name="candidate_module", overrides=job.overrides,
                                 problem=[Path(job.problem_path).read_text(), job.problem_path])
         built_nothing = (isinstance(reply, channel.Ok) and isinstance(reply.payload, dict)
                          and not reply.payload.get("build_s"))
         init_args = problem_init_args(job) if built_nothing else None
         if init_args is not None:  # nothing was built at import: ModelNew(...) may build in __init__
-            reply = sandbox.request("construct", cfg.timeout + cfg.compile_timeout, init_args=init_args,
-                                    init_seed=cfg.init_seed, state_dict={})
+            reply = sandbox.request("construct", cfg.limits.timeout + cfg.limits.compile_timeout, init_args=init_args,
+                                    init_seed=cfg.correctness.init_seed, state_dict={})
     except WorkerFailure as exc:
         return {"status": Status.TIMEOUT.value, "error": str(exc)} if exc.status == Status.TIMEOUT else {}
     finally:

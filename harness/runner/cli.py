@@ -162,7 +162,8 @@ def evaluate(args, argv: list) -> int:
     env = environment.probe_environment("auto" if args.devices else config.device)
     devices = environment.resolve_devices(args.devices, env) if args.devices else []
     device = devices[0] if devices else environment.resolve_device(config.device, env)
-    run_dir = Path(args.out) if args.out else new_run_dir(Path(config.results_dir), sorted({p.problem for p in pairs}))
+    results_dir = Path(config.scheduling.results_dir)
+    run_dir = Path(args.out) if args.out else new_run_dir(results_dir, sorted({p.problem for p in pairs}))
     ctx = runner.new_context(config, device, overrides, run_dir, env, tuple(devices))
     ctx.executor, ctx.ray_address = args.executor, args.ray_address
     ctx.min_speedup = args.min_speedup if args.gate else None

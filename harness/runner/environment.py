@@ -138,8 +138,9 @@ def isolation(config: Config, device: str) -> dict:
     facts = confine.probe()
     facts["one side at a time"] = "in force: a worker's processes are stopped between its requests"
     if is_gpu(device):
-        facts["gpu probe"] = (f"in force: {config.gpu_probe_ms:g} ms probe before each window and after each round"
-                              if config.gpu_probe_ms else "off (gpu_probe_ms: 0): other processes' GPU work unseen")
+        probe_ms = config.timing.gpu_probe_ms
+        facts["gpu probe"] = (f"in force: {probe_ms:g} ms probe before each window and after each round"
+                              if probe_ms else "off (gpu_probe_ms: 0): other processes' GPU work unseen")
         facts["private handover memory"] = "in force: each worker's tensors in a GPU memory pool of its own"
     return facts
 

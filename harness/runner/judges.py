@@ -168,7 +168,7 @@ class JudgeStarter:
             if self.use_factory and self.factory is None:  # (else each judge is a Python process of its own)
                 self.factory = JudgeFactory(judge_env(self.ctx.device), ROOT,
                                             log_dir / f"judge-factory-{os.getpid()}.log",
-                                            self.ctx.config.start_timeout)
+                                            self.ctx.config.limits.start_timeout)
         return Judge(self.ctx, device, warm=ahead and bool(self.ahead), log_path=log_path,
                      on_ready_to_warm=self.let_warm, factory=self.factory)
 

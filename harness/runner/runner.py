@@ -169,7 +169,7 @@ def hand_to_judge(pair: discover.Pair, source: str, ctx: RunContext, starter: Op
         problem=pair.problem, problem_path=str(pair.problem_path), solution=pair.solution,
         solution_path=str(pair.solution_path), solution_source=source, overrides=overrides_of(pair, ctx),
         device=ctx.device, config=ctx.config, secret=ctx.secret, log_path=str(log_dir / f"{stem}.worker.log"),
-        build_dir=str(build_dir(ctx, source)), peaks_dir=str(under_root(ctx.config.peaks_cache_dir)),
+        build_dir=str(build_dir(ctx, source)), peaks_dir=str(under_root(ctx.config.scheduling.peaks_cache_dir)),
         min_speedup=ctx.min_speedup, flops=flops, tf32_flops=tf32_flops)
     starter = starter or judges.JudgeStarter(ctx, (), ahead=0)
 
@@ -224,7 +224,8 @@ def new_context(config: Config, device: str, overrides: dict, run_dir: Path, env
     """A run's shared state, with a fresh secret for the trial seeds (undumpable: kept from this user's processes)."""
     make_undumpable()
     gpu = environment.gpu_of(device, env) or "cpu"
-    build_root = builds.toolchain_root(under_root(config.build_cache_dir), env["torch"], env["cuda_version"], gpu)
+    cache = under_root(config.builds.build_cache_dir)
+    build_root = builds.toolchain_root(cache, env["torch"], env["cuda_version"], gpu)
     run_dir.mkdir(parents=True, exist_ok=True)
     return RunContext(config, device, overrides, run_dir, secrets.randbits(63), build_root, tuple(devices),
                       environment.capability_of(device, env), provenance=environment.provenance(env))

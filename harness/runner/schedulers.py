@@ -54,7 +54,8 @@ class LocalScheduler:
         for device in devices:
             free.put(device)
         gpu_run = is_gpu(ctx.device)
-        starter = judges.JudgeStarter(ctx, devices, ahead=ctx.config.judges_ahead if gpu_run else 0, factory=True,
+        ahead = ctx.config.scheduling.judges_ahead if gpu_run else 0
+        starter = judges.JudgeStarter(ctx, devices, ahead=ahead, factory=True,
                                       pairs=sum(plan.early is None for plan in plans))
         build_pool = ThreadPoolExecutor(builds.pool_size(ctx.config)) if any(p.prebuild for p in plans) else None
         builds_by_folder = {}  # one build per source: pairs with the same source share it
