@@ -10,6 +10,9 @@ HARNESS = Path(__file__).resolve().parents[1] / "harness"
 # stage's processes, which it starts), a judge, a worker; and what any of them may use. A module imports from its own
 # package or those below it, never above: a worker knows nothing of judges, a judge nothing of the runner.
 LAYERS = ["runner", "judge", "worker", "common"]
+# Beside them, the names a user imports: `from harness.kernelbench import eval_kernel_against_ref` (a facade over the
+# runner's code; `harness.evaluate` is the package's own, loaded when asked for).
+FACADES = ["kernelbench.py"]
 
 
 def modules() -> list:
@@ -72,7 +75,7 @@ def test_the_import_graph_has_no_cycle():
 
 def test_the_harness_is_its_packages_and_no_arrow_goes_up():
     top = sorted(p.name for p in HARNESS.iterdir() if p.suffix == ".py" or (p.is_dir() and p.name != "__pycache__"))
-    assert top == sorted(["__init__.py", *LAYERS])
+    assert top == sorted(["__init__.py", *FACADES, *LAYERS])
     assert {layer_of(m) for m in import_graph()} == set(LAYERS)
     assert upward_arrows(import_graph()) == []
 
