@@ -16,7 +16,9 @@ from harness.common.errors import UserError
 # `constructed`: as __init__ leaves them (KernelBench's); `eval`: eval mode, random BatchNorm statistics.
 MODES = ("constructed", "eval")
 
-DEFAULT_PATH = Path(__file__).resolve().parents[2] / "configs" / "default.yaml"
+# configs/default.yaml in a checkout; installed with pip, the copy the package holds (default.yaml here links to it).
+CHECKOUT_DEFAULTS = Path(__file__).resolve().parents[2] / "configs" / "default.yaml"
+DEFAULT_PATH = CHECKOUT_DEFAULTS if CHECKOUT_DEFAULTS.is_file() else Path(__file__).with_name("default.yaml")
 DTYPES = ("float32", "float16", "bfloat16", "float64")
 # Where files go, not what is measured: not hashed.
 UNHASHED = ("results_dir", "build_cache_dir", "peaks_cache_dir", "output_limit_bytes")

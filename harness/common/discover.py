@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from harness.common.errors import UserError
+from harness.common.places import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 PROBLEMS_DIR = ROOT / "problems"
 SOLUTIONS_DIR = ROOT / "solutions"
 SOLUTION_SUFFIXES = (".py", ".txt", ".md")

@@ -19,8 +19,8 @@ from harness.common.discover import sha256_text
 from harness.common.extensions import build_failure, candidate_build_env
 from harness.common.records import Result, failure, one_line
 from harness.common.verdict import Status
+from harness.common.places import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def pool_size(cfg: Config) -> int:

@@ -17,8 +17,8 @@ from harness.common.config import Config
 from harness.common.devices import is_gpu, gpu_index
 from harness.common.discover import sha256_text
 from harness.common.errors import UserError
+from harness.common.places import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 PROBE = """
 import json, torch
 cuda = torch.cuda.is_available()

@@ -20,8 +20,8 @@ from harness.common.devices import is_gpu
 from harness.runner.factory import FactoryGone, ForkedJudge, JudgeFactory
 from harness.common.records import Result, failure
 from harness.common.verdict import Status
+from harness.common.places import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 
 # Fixed malloc thresholds and no thread cache, so both sides' calls get their memory alike on the CPU (workers
 # inherit it): docs/decisions/judge-env.md.
