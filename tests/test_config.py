@@ -102,3 +102,18 @@ def test_a_config_crosses_processes_as_json_and_comes_back_equal():
     assert Config.from_dict(json.loads(json.dumps(config.to_dict()))) == config
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.correctness.trials = 4
+
+
+def test_a_preset_lies_under_the_config_file_and_the_flags(tmp_path):
+    from harness.common.config import ConfigError, config_hash, presets
+
+    assert presets() == ["default", "rl"]
+    rl = build_config(None, {"preset": "rl"})
+    assert (rl.preset, rl.correctness.trials, rl.timing.max_rounds) == ("rl", 2, 40)
+    path = tmp_path / "mine.yaml"
+    path.write_text("preset: rl\ntrials: 4\n")
+    mine = build_config(str(path), {"max_rounds": 12})
+    assert (mine.preset, mine.correctness.trials, mine.timing.max_rounds, mine.timing.min_rounds) == ("rl", 4, 12, 6)
+    assert config_hash(rl) == config_hash(build_config(None, rl.to_dict() | {"preset": "default"}))  # values count
+    with pytest.raises(ConfigError, match="known: default, rl"):
+        build_config(None, {"preset": "fast"})

@@ -13,7 +13,7 @@ def test_in_a_checkout_its_folders_are_the_checkouts():
 
     assert places.CHECKOUT == ROOT and places.ROOT == ROOT
     assert DEFAULT_PATH == ROOT / "configs" / "default.yaml"
-    assert (ROOT / "harness" / "common" / "default.yaml").read_text() == DEFAULT_PATH.read_text()  # the link
+    assert (ROOT / "harness" / "common" / "configs").resolve() == ROOT / "configs"  # the link a wheel copies
 
 
 def test_installed_with_pip_the_command_judges_a_pair_from_another_directory(tmp_path):
@@ -39,4 +39,5 @@ def test_installed_with_pip_the_command_judges_a_pair_from_another_directory(tmp
                           cwd=work, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert '"status": "correct"' in (work / "run" / "results.jsonl").read_text()
-    assert not (site / "harness" / "common" / "default.yaml").is_symlink()  # the package holds the file itself
+    packaged = site / "harness" / "common" / "configs"
+    assert not packaged.is_symlink() and (packaged / "presets" / "rl.yaml").is_file()  # the package holds the files

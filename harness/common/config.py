@@ -16,12 +16,13 @@ from harness.common.errors import UserError
 # `constructed`: as __init__ leaves them (KernelBench's); `eval`: eval mode, random BatchNorm statistics.
 MODES = ("constructed", "eval")
 
-# configs/default.yaml in a checkout; installed with pip, the copy the package holds (default.yaml here links to it).
-CHECKOUT_DEFAULTS = Path(__file__).resolve().parents[2] / "configs" / "default.yaml"
-DEFAULT_PATH = CHECKOUT_DEFAULTS if CHECKOUT_DEFAULTS.is_file() else Path(__file__).with_name("default.yaml")
+# configs/ in a checkout; installed with pip, the copy the package holds (configs here links to it in a checkout).
+CHECKOUT_CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+CONFIGS = CHECKOUT_CONFIGS if (CHECKOUT_CONFIGS / "default.yaml").is_file() else Path(__file__).with_name("configs")
+DEFAULT_PATH = CONFIGS / "default.yaml"
 DTYPES = ("float32", "float16", "bfloat16", "float64")
 # Where files go, not what is measured: not hashed.
-UNHASHED = ("results_dir", "build_cache_dir", "peaks_cache_dir", "output_limit_bytes")
+UNHASHED = ("results_dir", "build_cache_dir", "peaks_cache_dir", "output_limit_bytes", "preset")  # a preset: its values
 
 
 class ConfigError(UserError):
@@ -135,6 +136,7 @@ class Config:
     device: str
     mode: str  # MODES
     precision: str  # PRECISIONS
+    preset: str  # default, or a file of configs/presets/ layered over the defaults
     limits: Limits
     correctness: Correctness
     timing: Timing
@@ -148,7 +150,7 @@ class Config:
 
     def to_dict(self) -> dict[str, Any]:
         """Flat, as configs/default.yaml names the keys and JSON carries them."""
-        flat = {"device": self.device, "mode": self.mode, "precision": self.precision}
+        flat = {"device": self.device, "mode": self.mode, "precision": self.precision, "preset": self.preset}
         for name in SECTIONS:
             flat.update(dataclasses.asdict(getattr(self, name)))
         return flat
@@ -183,12 +185,15 @@ def read_yaml(path: Path) -> dict[str, Any]:
 
 
 def build_config(config_file: Optional[str] = None, overrides: Optional[dict] = None) -> Config:
-    """Defaults < a YAML file < CLI overrides, validated."""
+    """Defaults < the preset's file < a YAML file < CLI overrides, validated."""
     config = load_defaults()
     layers = []
     if config_file:
         layers.append((f"config file {config_file}", read_yaml(Path(config_file))))
     layers.append(("command line", {k: v for k, v in (overrides or {}).items() if v is not None}))
+    preset = next((layer["preset"] for _, layer in reversed(layers) if "preset" in layer), config["preset"])
+    if preset != "default":
+        layers.insert(0, (f"preset {preset}", read_preset(preset)))
     for origin, layer in layers:
         for key, value in layer.items():
             if key not in config:
@@ -200,6 +205,21 @@ def build_config(config_file: Optional[str] = None, overrides: Optional[dict] = 
 
 
 PRECISIONS = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}  # --precision -> torch dtype name
+
+
+def presets() -> list[str]:
+    """The presets a run may name: default, and configs/presets/*.yaml."""
+    return ["default", *sorted(p.stem for p in (CONFIGS / "presets").glob("*.yaml"))]
+
+
+def read_preset(name: Any) -> dict[str, Any]:
+    """A preset's settings; an unknown name is a ConfigError that lists the known ones."""
+    if name not in presets():
+        raise ConfigError(f"Unknown preset {name!r}; known: {', '.join(presets())}")
+    settings = read_yaml(CONFIGS / "presets" / f"{name}.yaml")
+    if "preset" in settings:
+        raise ConfigError(f"preset {name} names a preset itself")
+    return settings
 
 
 def suggest(word: str, choices) -> str:

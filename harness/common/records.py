@@ -132,6 +132,8 @@ class Result:
                                          "convolution then runs a cuDNN algorithm with a smaller workspace); GPU only",
                                          None)
     precision: Optional[str] = column("fp32, fp16 or bf16: the dtype of float inputs and weights (--precision)", None)
+    preset: Optional[str] = column("the preset the pair was judged under (--preset rl: fewer trials and rounds, a "
+                                   "wider CI); empty for the defaults", None)
     backend: Optional[str] = column("what the candidate computes with: triton, cuda, cpp or torch (its source, and the "
                                     "runtime trace)", None)
     phases_s: Optional[dict] = column("where the pair's time went, wall seconds per stage (`build_stage`, "

@@ -22,24 +22,25 @@ _DONE = object()
 
 
 def evaluate(problem: Source, candidate: Source, *, device: str = "auto", precision: Optional[str] = None,
-             mode: Optional[str] = None, sizes: Optional[dict] = None, timeout: Optional[float] = None,
-             config: Optional[str] = None, settings: Optional[dict] = None, out: Optional[Source] = None) -> Result:
-    """One pair's Result. problem: a Model's file or source; candidate: a ModelNew's; sizes: module constants
-    to override (run.py's --set); config: a YAML file of settings, settings: a dict of them over it (both
-    configs/default.yaml's keys); out: keep the run (results.jsonl, meta.json, logs) in this folder, else it is
-    removed once judged."""
-    return next(evaluate_many([(problem, candidate)], device=device, precision=precision, mode=mode, sizes=sizes,
-                              timeout=timeout, config=config, settings=settings, out=out))
+             mode: Optional[str] = None, preset: Optional[str] = None, sizes: Optional[dict] = None,
+             timeout: Optional[float] = None, config: Optional[str] = None, settings: Optional[dict] = None,
+             out: Optional[Source] = None) -> Result:
+    """One pair's Result. problem: a Model's file or source; candidate: a ModelNew's; preset: "rl" for reward loops
+    (run.py's --preset); sizes: module constants to override (--set); config: a YAML file of settings, settings: a
+    dict of them over it (both configs/default.yaml's keys); out: keep the run (results.jsonl, meta.json, logs) in
+    this folder, else it is removed once judged."""
+    return next(evaluate_many([(problem, candidate)], device=device, precision=precision, mode=mode, preset=preset,
+                              sizes=sizes, timeout=timeout, config=config, settings=settings, out=out))
 
 
 def evaluate_many(pairs: Iterable[tuple[Source, Source]], *, device: str = "auto", devices: Optional[str] = None,
-                  precision: Optional[str] = None, mode: Optional[str] = None, sizes: Optional[dict] = None,
-                  timeout: Optional[float] = None, config: Optional[str] = None, settings: Optional[dict] = None,
-                  out: Optional[Source] = None) -> Iterator[Result]:
+                  precision: Optional[str] = None, mode: Optional[str] = None, preset: Optional[str] = None,
+                  sizes: Optional[dict] = None, timeout: Optional[float] = None, config: Optional[str] = None,
+                  settings: Optional[dict] = None, out: Optional[Source] = None) -> Iterator[Result]:
     """Each (problem, candidate) pair's Result as it ends (not in the given order); devices: run.py's --devices
     ("all", "0,1"): the pairs spread over those GPUs. Closing the iterator early lets the pairs under way finish."""
     chosen = build_config(config, {**(settings or {}), "device": device, "timeout": timeout, "precision": precision,
-                                   "mode": mode})
+                                   "mode": mode, "preset": preset})
     run_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="harness-evaluate-"))
     try:
         found = written_pairs(list(pairs), run_dir / "sources")

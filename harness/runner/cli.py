@@ -21,7 +21,7 @@ from rich.table import Table
 
 from harness.runner import boards, environment, gate, report, runner
 from harness.common import discover, records, stopping, store
-from harness.common.config import build_config
+from harness.common.config import build_config, presets
 from harness.common.devices import is_gpu
 from harness.common.errors import UserError
 from harness.common.records import Result
@@ -60,6 +60,9 @@ def run_parser() -> argparse.ArgumentParser:
     parser.add_argument("--manifest", metavar="FILE", help="CSV (problem,candidate) or YAML list of pairs to judge")
     parser.add_argument("--precision", choices=["fp32", "fp16", "bf16"],
                         help="cast float inputs and both models' weights to this dtype (default from config: fp32)")
+    parser.add_argument("--preset", choices=presets(),
+                        help="settings layered under --config and the flags: rl, fewer trials and rounds for reward "
+                             "loops, every defence kept, a wider CI (configs/presets/)")
     parser.add_argument("--mode", choices=["constructed", "eval"],
                         help="modules as constructed (default: KernelBench's, training mode, BatchNorm on batch "
                              "statistics) or eval (inference; BatchNorm statistics drawn at random)")
@@ -147,7 +150,7 @@ def check_sizes_run(problem_paths: list, overrides: dict) -> None:
 def evaluate(args, argv: list) -> int:
     """Resolve pairs and config, run every pair, print the table."""
     config = build_config(args.config, {"device": args.device, "timeout": args.timeout, "precision": args.precision,
-                                        "mode": args.mode})
+                                        "mode": args.mode, "preset": args.preset})
     check_gate_arguments(args)
     overrides = discover.parse_set(args.set)
     pairs = discover.find_pairs(args.problem, args.solution, args.problems_root, args.manifest)

@@ -140,6 +140,7 @@ def evaluate_pair(plan: PlannedPair, ctx: RunContext, prebuilt: Optional[builds.
         prebuilt.add_to(result)
     result.backend = result.backend or (discover.backend_of(source) if source else None)
     result.precision = result.precision or ctx.config.precision
+    result.preset = None if ctx.config.preset == "default" else ctx.config.preset
     result.key, result.device = plan.key, result.device or ctx.device
     result.overrides = overrides_of(pair, ctx) or None
     result.problem_path, result.solution_path = relative(pair.problem_path), relative(pair.solution_path)
