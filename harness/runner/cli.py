@@ -131,6 +131,10 @@ def dispatch(argv: list) -> int:
         return lint_command(argv[1:])
     if argv[:1] == ["compare"]:
         return compare_command(argv[1:])
+    if argv[:1] == ["serve"]:
+        from harness.runner.serve import serve_command  # FastAPI and uvicorn only here
+
+        return serve_command(argv[1:])
     return evaluate(run_parser().parse_args(argv), argv)
 
 
