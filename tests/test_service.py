@@ -25,6 +25,8 @@ def test_jobs_are_checked_journaled_and_taken_up_again(tmp_path, env):
     service = Service(tmp_path, str(FAST_CONFIG), {"device": "cpu"}, ["cpu"], env)
     with pytest.raises(UserError, match="ModelNew"):
         service.submit(RELU, "x = 1")
+    with pytest.raises(UserError, match="no absolute path"):
+        service.submit("/etc/hostname", HONEST)
     with pytest.raises(UserError, match="may not set device"):
         service.submit(RELU, HONEST, {"settings": {"device": "cuda"}})
     first, second = service.submit(RELU, HONEST), service.submit(RELU, HONEST, {"preset": "rl"})

@@ -152,6 +152,8 @@ class Service:
         folder = self.state_dir / "sources" / job.id
         if "class Model" in job.problem:
             problem_path = api.as_file(job.problem, folder, "problem", "class Model")
+        elif Path(job.problem).is_absolute() or ".." in Path(job.problem).parts:
+            raise UserError("a problem is a name under problems/ (no absolute path, no ..) or a Model's source")
         else:
             problem_path = discover.resolve_problem(job.problem)[0].resolve()
         candidate_path = api.as_file(job.candidate, folder, "candidate", "class ModelNew")
