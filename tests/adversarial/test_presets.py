@@ -1,5 +1,6 @@
 """The cheats that only the trials and the timed rounds catch, judged through the library API under `--preset rl`
-(fewer trials and rounds): the same statuses, reasons and defence flags as through run.py (test_adversarial.py)."""
+(fewer trials and rounds) and through the HTTP service: the same statuses, reasons and defence flags as through
+run.py (test_adversarial.py)."""
 import pytest
 
 from test_adversarial import CONTROL, EXPECTED, HERE, ROOT
@@ -34,3 +35,28 @@ def test_the_rl_preset_catches_what_run_py_catches(rl_results, name):
     assert result.status == status, result.error
     assert reason is None or reason in (result.error or "")
     assert set(flags) - NOISE_FLAGS <= set(result.flags), result.flags
+
+
+@pytest.fixture(scope="module")
+def service_results(tmp_path_factory):
+    import signal
+
+    from test_serve import start
+
+    problem = (ROOT / "tests" / "fixtures" / "problems" / "fx_relu.py").read_text()
+    proc, client = start(tmp_path_factory.mktemp("state"), "--config", str(HERE / "adversarial.yaml"))
+    try:
+        ids = client.submit_batch([(problem, (HERE / "cpu" / f"{name}.py").read_text()) for name in CHEATS])
+        return dict(zip(CHEATS, (client.wait(job_id, timeout=600) for job_id in ids)))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=120)
+
+
+@pytest.mark.parametrize("name", CHEATS)
+def test_the_service_catches_what_run_py_catches(service_results, name):
+    result = service_results[name]
+    status, reason, flags = EXPECTED[name]
+    assert result["status"] == status, result["error"]
+    assert reason is None or reason in (result["error"] or "")
+    assert set(flags) - NOISE_FLAGS <= set(result["flags"]), result["flags"]
