@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import queue
 import secrets
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -122,16 +123,17 @@ class Service:
         try:
             while not self.draining.is_set():
                 job = self.pending.get()
-                if job is None:
+                if job is None or self.draining.is_set():  # a job left queued stays journaled
                     break
                 with self.lock:
                     self.running[job.id] = device
                 try:
-                    result = self.judge(job, ctx, starter)
+                    self.record(job, self.judge(job, ctx, starter))
+                except OSError as exc:  # its Result could not be written: judged again at the next start
+                    print(f"job {job.id}: result not written ({exc})", file=sys.stderr, flush=True)
                 finally:
                     with self.lock:
                         self.running.pop(job.id, None)
-                self.record(job, result)
         finally:
             starter.close()
 
