@@ -22,7 +22,8 @@
 #          tunables, passive OpenMP threads): is that why a worker launches a graph in 120 us, a process of its own in
 #          7-24 us (session 56)?
 #   convt  bench/convt3d_on_device.sh: the eight ConvTranspose3d problems, 5 runs each, fresh workers every run,
-#          each run started only while 100 of SECONDS are left, resumed from bench/results/convt3d-aa-h200-COMMIT-results.jsonl (whole runs; copy it there between calls)
+#          each run started only while 100 of SECONDS are left, resumed from
+#          bench/results/convt3d-aa-h200-COMMIT-results.jsonl (whole runs; copy it there between calls)
 #   convtab  `convt` on GPUs 2 and 3 beside `ab` on GPUs 0 and 1 (each tree on a GPU of its own, swapped in the second
 #          repetition): both in one call of a 4-GPU machine
 #   ab     sweep wall time against 25bfc02 on one GPU (bench/commit_ab.sh; made here first by
