@@ -30,6 +30,7 @@ def one_process(placements: int, samples: int, size: tuple) -> dict:
     """This process's medians (us per call): {"first": m, variant: [m per placement]}."""
     import torch
 
+    from harness.common.methods import cuda_graph
     from harness.worker import timing
 
     device = torch.device("cuda:0")
@@ -53,7 +54,7 @@ def one_process(placements: int, samples: int, size: tuple) -> dict:
                 timer.flush_buffer = torch.empty_like(timer.flush_buffer)
             elif variant == "inputs":
                 holder["x"] = holder["x"].clone()
-            timer.recapture()
+            cuda_graph.capture_both(timer)
             medians.append(median_us())
         out[variant] = medians
     return out

@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
+from harness.common.methods import cuda_graph
 from harness.worker import timing
 
 
@@ -56,7 +57,7 @@ def main() -> None:
     for factor in (1, 4, 16):
         if factor > 1:
             timer.batch = base * factor
-            timer.recapture()
+            cuda_graph.capture_both(timer)
         timer.counts_tail = harness_rule
         variant(f"batch x{factor}, as the harness", timer, args.samples, args.gap_ms / 1000)
         timer.counts_tail = lambda: True  # each window's synchronize tail past an idle one's counted

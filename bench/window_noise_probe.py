@@ -7,7 +7,7 @@ window ~2 ms, so 10 us of noise in a window is 0.5 us (20%) a call. Two suspects
   device: the flushes' own time moves (HBM, clocks) from window to window.
 One process times a ReLU of KernelBench v0's size (16 x 16384) as the harness does, recording each window's GPU time
 and the host's time to launch its body; per lead spin (100 us, the harness's, to 2000 us) and late-launch retries
-(timing.LATE_LAUNCH_RETRIES), under a load chosen by --load: none, cpu (a busy loop on every CPU but this one) or
+(cuda_graph.LATE_LAUNCH_RETRIES), under a load chosen by --load: none, cpu (a busy loop on every CPU but this one) or
 gpus (a flush loop on every other GPU), or both. (Session 56: here launches took 7-24 us under every load, in the
 harness's workers 120 us; a graph's windows now get methods.CUDA_GRAPH.min_lead_us of lead, which each variant sets to its own.)
 Per variant: the sample's spread, each kind of window's spread (us), the launch time's median and 99th percentile,
@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 from harness.common import methods  # noqa: E402
+from harness.common.methods import cuda_graph  # noqa: E402
 from harness.worker import timing  # noqa: E402
 from tiny_noise_probe import spread  # noqa: E402  (1.4826 MAD, as that probe gives it)
 
@@ -67,7 +68,7 @@ while True:
 def variant(timer: RecordingTimer, lead_us: float, retries: int, samples: int, gap_s: float) -> None:
     timer.lead_us, timer.log = lead_us, []
     methods.METHODS["cuda_graph"] = dataclasses.replace(methods.CUDA_GRAPH, min_lead_us=lead_us)  # a graph's too
-    timing.LATE_LAUNCH_RETRIES = retries
+    cuda_graph.LATE_LAUNCH_RETRIES = retries
     per_call = []
     for _ in range(samples):
         time.sleep(gap_s)

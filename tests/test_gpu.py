@@ -149,6 +149,7 @@ def test_a_graphs_launch_fits_behind_its_lead_and_a_late_one_is_retimed():
     0.3 ms adds nothing to the window. One that takes 3 ms is late, and graph_window times it again (LATE_LAUNCH_RETRIES)."""
     import time
 
+    from harness.common.methods import cuda_graph
     from harness.worker import timing
 
     x = torch.rand(4096, device="cuda")
@@ -164,13 +165,13 @@ def test_a_graphs_launch_fits_behind_its_lead_and_a_late_one_is_retimed():
             replay()
         return body
 
-    alone = min(timer.graph_window(launched_in(0.0), None)[0] for _ in range(3))
+    alone = min(cuda_graph.graph_window(timer, launched_in(0.0), None)[0] for _ in range(3))
     windows.clear()
-    ms, _ = timer.graph_window(launched_in(0.0003), None)
+    ms, _ = cuda_graph.graph_window(timer, launched_in(0.0003), None)
     assert ms < alone + 0.1 and not timer.launch_late and len(windows) == 1, (ms, alone)
     windows.clear()
-    ms, _ = timer.graph_window(launched_in(0.003), None)
-    assert timer.launch_late and len(windows) == timing.LATE_LAUNCH_RETRIES + 1
+    ms, _ = cuda_graph.graph_window(timer, launched_in(0.003), None)
+    assert timer.launch_late and len(windows) == cuda_graph.LATE_LAUNCH_RETRIES + 1
 
 
 def test_a_confirmation_blocks_replace_moves_a_graphs_inputs_and_its_replays_follow():
@@ -298,13 +299,14 @@ def test_compiled_baseline_and_hot_cache_are_recorded(tmp_path):
 
 
 def test_graphs_can_be_refused_and_must_reproduce_the_call():
+    from harness.common.methods import cuda_graph
     from harness.worker import timing
 
     x = torch.rand(1024, device="cuda")
     timer = timing.Timer(torch.device("cuda"), cold_cache=True)
     assert timer.prepare(lambda: torch.sigmoid(x), warmup=3, allow_graph=False) == "batched_events"
     assert timer.prepare(lambda: torch.sigmoid(x), warmup=3) == "cuda_graph"
-    assert timer.replay_reproduces_call()
+    assert cuda_graph.replay_reproduces_call(timer)
 
 
 def test_nvml_tells_the_gpu_memory_of_a_process_group():

@@ -16,8 +16,10 @@ FACADES = ["kernelbench.py"]
 
 
 def modules() -> list:
-    """Every harness module as 'package.module' (the packages' own __init__ files hold docstrings only)."""
-    return sorted(f"{p.parent.name}.{p.stem}" for p in HARNESS.glob("*/*.py") if p.stem != "__init__")
+    """Every harness module as 'package.module' or 'package.sub.module' (an __init__ holds a docstring, or, for a
+    package inside a layer such as common.methods, the list of its modules)."""
+    return sorted(".".join(p.relative_to(HARNESS).with_suffix("").parts) for p in HARNESS.glob("*/**/*.py")
+                  if p.stem != "__init__")
 
 
 def layer_of(module: str) -> str:
@@ -83,7 +85,7 @@ def test_the_harness_is_its_packages_and_no_arrow_goes_up():
 def test_every_module_has_a_test_file_of_its_name():
     """tests/test_MODULE.py, or tests/test_PACKAGE_MODULE.py where two packages share the module's name."""
     tests = HARNESS.parent / "tests"
-    untested = [m for m in modules() if not (tests / f"test_{m.split('.')[1]}.py").exists()
+    untested = [m for m in modules() if not (tests / f"test_{m.split('.')[-1]}.py").exists()
                 and not (tests / f"test_{m.replace('.', '_')}.py").exists()]
     assert untested == []
 

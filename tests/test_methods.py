@@ -1,5 +1,6 @@
-"""The timing methods' declarations (harness/common/methods.py): what each times a sample with, its lead and its
-Config fields, which the worker samples by and the judge agrees both sides and sets the resolution by."""
+"""The timing methods (harness/common/methods/, one file each): what each declares (what it times a sample with, its
+lead and its Config fields), which the worker samples by and the judge agrees both sides and sets the resolution by;
+and the order the Timer asks them in."""
 import pytest
 
 from harness.common import methods
@@ -42,3 +43,10 @@ def test_each_methods_config_fields_exist():
 def test_a_name_the_timer_never_chooses_is_no_method():
     assert methods.named("unknown") is None and methods.named(None) is None and not methods.is_graph("unknown")
     assert methods.is_graph("cuda_graph") and not methods.is_graph("batched_events")
+
+
+def test_the_timer_asks_the_methods_in_order_of_preference():
+    """The first chosen times the call: the host's clock on the CPU; on a GPU a window per call for a long call, else
+    a graph, else batched windows, which is always chosen; each file's method is listed once."""
+    assert [m.name for m in methods.PREFERENCE] == ["perf_counter", "cuda_event", "cuda_graph", "batched_events"]
+    assert list(methods.METHODS) == [m.name for m in methods.PREFERENCE]

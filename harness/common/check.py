@@ -48,6 +48,12 @@ def items(out) -> list:
     return [out] if isinstance(out, torch.Tensor) else list(out)
 
 
+def output_tensors(out) -> list:
+    """The tensors of any output (a tensor, or a tuple or list of them); whatever else it holds left out."""
+    found = out if isinstance(out, (tuple, list)) else [out]
+    return [t for t in found if isinstance(t, torch.Tensor)]
+
+
 def chunks(a: torch.Tensor, b: torch.Tensor, size: int):
     """Matching flat slices of two same-shaped tensors, so temporaries stay small."""
     b = b.reshape(-1)

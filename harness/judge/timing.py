@@ -46,7 +46,7 @@ class Requests:
 def timer_disagrees(ref: Requests, new: Requests, cold_cache: bool, flush_ms: float) -> bool:
     """Does the candidate's time disagree with the judge's clock? docs/decisions/tamper-check.md"""
     def unexplained(side: Requests) -> Optional[list]:
-        batch_ok = isinstance(side.batch, int) and 0 < side.batch <= timing.MAX_BATCH
+        batch_ok = isinstance(side.batch, int) and 0 < side.batch <= methods.batched_events.MAX_BATCH
         method = methods.named(side.method)
         if method is None or not batch_ok:
             return None

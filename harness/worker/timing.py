@@ -1,9 +1,8 @@
-"""Timers (CUDA events and graphs, perf_counter_ns), bound at import: before candidate code can patch them."""
+"""The worker's Timer: its clocks (CUDA events, perf_counter_ns) bound at import, before candidate code can
+patch them; the windows, flushes and A B B A samples the methods (harness/common/methods/) choose and sample with."""
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import math
 import statistics
 import time
 from pathlib import Path
@@ -12,29 +11,21 @@ from typing import Any, Callable, Optional, Sequence
 import torch
 
 from harness.common import methods
+from harness.common.methods.cuda_event import SHORT_CALL_MS
 from harness.common.stats import medians
 
 _perf_counter_ns = time.perf_counter_ns
 _Event = torch.cuda.Event
 _synchronize = torch.cuda.synchronize
-_CUDAGraph = torch.cuda.CUDAGraph
-_graph = torch.cuda.graph
 _sleep = torch.cuda._sleep
 
 SPIN_CYCLES_PER_US = 2000  # up to 2 GHz, this many cycles last at least 1 us
 
 CPU_FLUSH_FALLBACK_BYTES = 64 << 20
 MIN_FLUSH_BYTES = 128 << 20
-SHORT_CALL_MS = 0.2  # batched below: a launch must not be the result
-BATCH_TARGET_MS = 2.0
-WALL_BATCH_LIMIT_MS = 10 * BATCH_TARGET_MS  # by the host's clock
-MAX_BATCH = 4096
 FLOOR_MS = 1e-6  # a sample is never <= 0
-SAMPLE_TARGET_MS = 10.0  # docs/decisions/worker-sample-windows.md
-LATE_LAUNCH_RETRIES = 3
 # short or long is the GPU's time to say: docs/decisions/process-offset.md
 SORTING_LEAD_US = 10000.0
-MAX_SINGLE_WINDOWS = 16
 HALVABLE = (torch.float16, torch.bfloat16, torch.float32, torch.float64)  # halved by the graph check
 
 
@@ -110,96 +101,29 @@ class Timer:
 
     def prepare(self, fn: Callable[[], object], warmup: int, allow_graph: bool = True, batched: bool = False,
                 batch: int | None = None, windows: int | None = None, inputs: Sequence = ()) -> str:
-        """Warm fn up, pick its method; batched, batch, windows: the other side's; inputs: what fn reads."""
+        """Warm fn up, measure it, and take the first method of methods.PREFERENCE that is chosen for it; batched,
+        batch, windows: the other side's; inputs: what fn reads."""
         self.fn, self.inputs = fn, [x for x in inputs if isinstance(x, torch.Tensor) and x.dtype in HALVABLE]
         self.last_output = None  # docs/decisions/worker-output-lifetime.md
         self.warm_up(fn, warmup)
-        if not self.is_cuda:
-            return self.method
-        self.method, self.batch, self.graphs = methods.CUDA_EVENT.name, 1, None
+        self.batch, self.graphs = 1, None
+        measured = self.measure() if self.is_cuda else methods.Measured()
+        asked = methods.Asked(allow_graph, batched, batch, windows)
+        for method in methods.PREFERENCE:
+            if method.host_clock != self.is_cuda and method.chosen(self, measured, asked):
+                self.method = method.name
+                return self.method
+        raise RuntimeError("no timing method was chosen")  # batched_events always is
+
+    def measure(self) -> methods.Measured:
+        """One call and one flush, each timed alone (medians of 3); a call near the short mark behind a long spin."""
+        self.method = methods.CUDA_EVENT.name  # the windows below are single ones
         single, single_wall = medians(self.window(self.once) for _ in range(3))
         if self.lead_us and SHORT_CALL_MS <= single < SHORT_CALL_MS + SORTING_LEAD_US / 1000:
             # a long spin would fill the wall time
             single = min(single, medians(self.window(self.once, lead_us=SORTING_LEAD_US) for _ in range(3))[0])
         flush, flush_wall = medians(self.window(self.flush) for _ in range(3)) if self.cold_cache else (0.0, 0.0)
-        if (single >= SHORT_CALL_MS or self.before_call) and not batched and batch is None:  # restored outside a window
-            self.batch = windows if windows is not None else single_windows(single)
-            return self.method
-        by_events = math.ceil(BATCH_TARGET_MS / max(single + flush, 1e-3))
-        by_wall = math.ceil(WALL_BATCH_LIMIT_MS / max(single_wall + flush_wall, 1e-3))  # a forged event clock reads ~0
-        self.batch = min(MAX_BATCH, max(2, batch if batch is not None else min(by_events, by_wall)))
-        self.graphs, self.method = None, methods.BATCHED_EVENTS.name
-        if not allow_graph:
-            return self.method
-        try:
-            self.graphs = (self.capture(with_call=True), self.capture(with_call=False) if self.cold_cache else None)
-            if not self.replay_reproduces_call():
-                raise RuntimeError("the graph's replay does not reproduce the call")
-            self.method = methods.CUDA_GRAPH.name
-        except Exception:  # a call that syncs, say, cannot be captured
-            self.sync()
-            self.graphs, self.method = None, methods.BATCHED_EVENTS.name
-        return self.method
-
-    def replay_reproduces_call(self) -> bool:
-        """Does a replay match a call, on halved inputs too? docs/decisions/worker-graph-capture.md"""
-        if not self.replay_matches_call():
-            return False
-        halved = []
-        try:
-            with torch.no_grad():
-                for x in self.inputs:
-                    x.mul_(0.5)
-                    halved.append(x)
-            return not halved or self.replay_matches_call()
-        finally:
-            with torch.no_grad():
-                for x in halved:
-                    x.mul_(2.0)
-
-    def replay_matches_call(self) -> bool:
-        """One call, then a replay over its output's copy: the same values?"""
-        expected = [t.clone() for t in output_tensors(self.fn())]
-        self.sync()
-        replayed = output_tensors(self.last_output)
-        if not expected or len(expected) != len(replayed):
-            return False
-        for t, e in zip(replayed, expected):  # contents the replay must overwrite to pass
-            t.copy_(e.logical_not() if e.dtype == torch.bool else
-                    e + 1 if not (e.is_floating_point() or e.is_complex()) else torch.full_like(e, float("nan")))
-        assert self.graphs is not None
-        self.graphs[0].replay()
-        self.sync()
-        return all(a.shape == b.shape and same_values(a, b) for a, b in zip(expected, replayed))
-
-    def capture(self, with_call: bool):
-        """A graph of `batch` x (flush, call), or of the flushes, on a blocking stream."""
-        graph = _CUDAGraph()
-        if self.capture_stream is None:
-            self.capture_stream = blocking_stream(self.device)
-        side = self.capture_stream
-        side.wait_stream(torch.cuda.current_stream(self.device))
-        with torch.cuda.stream(side):  # torch's advice: once on the side stream first
-            self.once() if with_call else self.flush()
-        torch.cuda.current_stream(self.device).wait_stream(side)
-        generator = torch.cuda.default_generators[self.device.index if self.device.index is not None
-                                                  else torch.cuda.current_device()]
-        outside = generator.graphsafe_get_state()
-        generator.graphsafe_set_state(generator.clone_state())  # a failed capture breaks the state it holds
-        try:
-            with _graph(graph, stream=side):
-                for _ in range(self.batch):
-                    self.flush()
-                    if with_call:
-                        self.last_output = self.fn()  # rewritten by each replay
-        finally:
-            generator.graphsafe_set_state(outside)
-        self.sync()
-        return graph
-
-    def recapture(self) -> None:
-        """Capture the graphs again (Worker.op_replace)."""
-        self.graphs = (self.capture(with_call=True), self.capture(with_call=False) if self.cold_cache else None)
+        return methods.Measured(single, single_wall, flush, flush_wall)
 
     def let_go_of_output(self) -> None:
         """Drop the last output unless a graph writes it: docs/decisions/worker-output-lifetime.md."""
@@ -213,7 +137,7 @@ class Timer:
 
     @property
     def declared(self) -> methods.Method:
-        """What the chosen method declares (common/methods.py)."""
+        """The chosen method (harness/common/methods/)."""
         return methods.METHODS[self.method]
 
     def counts_tail(self) -> bool:
@@ -253,49 +177,19 @@ class Timer:
         return start.elapsed_time(end) + tail_ms, (idle - wall_start) / 1e6
 
     def sample(self) -> tuple[float, float]:
-        """One sample: (ms per call, wall ms per call)."""
-        if not self.declared.batched:
-            timed = []
-            for _ in range(self.batch):
-                self.flush()
-                if self.before_call:
-                    self.before_call()
-                timed.append(self.window(self.once))
-            return tuple(sum(column) / self.batch for column in zip(*timed))
-        if self.declared.graph:
-            assert self.graphs is not None
-            graph_calls, graph_flushes = self.graphs
-            calls, flushes = graph_calls.replay, graph_flushes.replay if graph_flushes else None
-        else:
-            calls, flushes = self.batched_calls, self.batched_flushes if self.cold_cache else None
-        (flushes or calls)()  # an idle GPU wakes at another clock: a batch untimed, then A B B A
+        """One sample: (ms per call, wall ms per call), as the chosen method takes it."""
+        return self.declared.sample(self)
+
+    def abba(self, calls: Callable[[], object], flushes: Callable[[], object] | None,
+             window: Callable, then: Callable[[], None] | None = None) -> tuple[float, float]:
+        """A batched sample: a batch untimed (an idle GPU wakes at another clock), then windows A B B A (calls,
+        flushes, flushes, calls; then() after each calls window's end): the calls' cost per call by difference."""
+        (flushes or calls)()
         self.snapshots = []
-        window, then = (self.graph_window, self.snapshot_output) if self.declared.graph else (self.window, None)
         timed = [window(body, then if body is calls else None) if body else (0.0, 0.0)
                  for body in (calls, flushes, flushes, calls)]
-        return tuple(max((a1 + a2 - b1 - b2) / (2 * self.batch), FLOOR_MS) for a1, b1, b2, a2 in zip(*timed))
-
-    def graph_window(self, body: Callable[[], object], then: Callable[[], None] | None) -> tuple[float, float]:
-        """A graph's window, timed again while its launch is late (LATE_LAUNCH_RETRIES)."""
-        for attempt in range(LATE_LAUNCH_RETRIES + 1):
-            if attempt and then is not None:
-                self.snapshots.pop()  # the late window's copy
-            timed = self.window(body, then)
-            if not self.launch_late:
-                break
-        return timed
-
-    def batched_calls(self) -> None:
-        self.last_output = None
-        for _ in range(self.batch):
-            self.flush()
-            if self.before_call:  # in the window: both sides restore alike
-                self.before_call()
-            self.last_output = self.fn()
-
-    def batched_flushes(self) -> None:
-        for _ in range(self.batch):
-            self.flush()
+        ms, wall = (max((a1 + a2 - b1 - b2) / (2 * self.batch), FLOOR_MS) for a1, b1, b2, a2 in zip(*timed))
+        return ms, wall
 
 
 def idle_sync_ms(device: torch.device) -> float:
@@ -309,27 +203,6 @@ def idle_sync_ms(device: torch.device) -> float:
     return statistics.median(costs)
 
 
-def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Equal up to float rounding, or exactly (integers, bools)."""
-    if a.is_floating_point() or a.is_complex():
-        return torch.allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True)
-    return torch.equal(a, b)
-
-
-def blocking_stream(device: torch.device) -> torch.cuda.Stream:
-    """A new blocking stream, else a pool one: docs/decisions/worker-graph-capture.md."""
-    handle = ctypes.c_void_p()
-    try:
-        cudart = torch.cuda.cudart()
-        with torch.cuda.device(device):
-            made = cudart.cudaStreamCreate(ctypes.addressof(handle)) == cudart.cudaError.success
-    except Exception:
-        made = False
-    if made and handle.value:
-        return torch.cuda.ExternalStream(handle.value, device=device)
-    return torch.cuda.Stream(device)
-
-
 def cloned(out):
     """An output's plain tensors cloned; the rest as is (a subclass's clone runs its code)."""
     if type(out) is torch.Tensor:
@@ -337,17 +210,6 @@ def cloned(out):
     if type(out) in (tuple, list):
         return type(out)(x.clone() if type(x) is torch.Tensor else x for x in out)
     return out
-
-
-def output_tensors(out) -> list:
-    """The tensors of an output (a tensor, or a tuple or list of them)."""
-    items = out if isinstance(out, (tuple, list)) else [out]
-    return [t for t in items if isinstance(t, torch.Tensor)]
-
-
-def single_windows(call_ms: float) -> int:
-    """Single windows a sample takes of a call this long (SAMPLE_TARGET_MS)."""
-    return max(1, min(MAX_SINGLE_WINDOWS, round(SAMPLE_TARGET_MS / call_ms)))
 
 
 @contextlib.contextmanager

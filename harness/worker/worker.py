@@ -11,7 +11,7 @@ import types
 from typing import Any, Callable, Optional
 
 from harness.worker import timing
-from harness.common import channel, handover, methods, semantics
+from harness.common import channel, check, handover, methods, semantics
 from harness.common.devices import torch_device
 from harness.common.inputs import MovingCopies
 from harness.common.load import load_module
@@ -250,7 +250,7 @@ class Worker:
             self.pad = None  # left out: a pad is never the candidate's failure
         self.beside_the_pad(self.timer.place_flush_buffer)
         try:
-            self.beside_the_pad(self.timer.recapture if graphed else self.timer.once)
+            self.beside_the_pad(lambda: self.timer.declared.re_placed(self.timer))
             self.timer.sync()
         except BaseException as exc:
             return channel.failed("runtime_error", "forward raised " + describe(exc))
@@ -368,11 +368,11 @@ class EarlierOutputs:
 
     def returned_before(self, out) -> bool:
         return any(not ref.expired() and ptr == x.untyped_storage().data_ptr()
-                   for x in timing.output_tensors(out) for ptr, ref in self.storages)
+                   for x in check.output_tensors(out) for ptr, ref in self.storages)
 
     def remember(self, out) -> None:
         self.storages = [(x.untyped_storage().data_ptr(),
-                          StorageWeakRef(x.untyped_storage())) for x in timing.output_tensors(out)]
+                          StorageWeakRef(x.untyped_storage())) for x in check.output_tensors(out)]
 
 
 def poison_free_memory(device: torch.device, sizes: list) -> int:

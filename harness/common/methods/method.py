@@ -1,13 +1,35 @@
-"""Timing methods as declarations: how each one times a call (docs/judging.md), read by the worker that samples with it
-and by the judge that makes both sides' methods agree and sets the pair's resolution. Records name a method."""
+"""What every timing method is: its declaration (read by the judge, which agrees both sides and sets the resolution
+from it, and by the worker) and the two steps the worker's Timer asks of it: is it chosen for this call, and one
+sample. A method is one file beside this one, listed in methods/__init__.py."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Optional
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What the Timer measured of one call before choosing (ms; 0 on the CPU, where nothing is measured first)."""
+
+    single_ms: float = 0.0
+    single_wall_ms: float = 0.0
+    flush_ms: float = 0.0
+    flush_wall_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What the judge asks of this side: the other side's choice, so that both time alike."""
+
+    allow_graph: bool = True
+    batched: bool = False  # the other side batches: this one must
+    batch: Optional[int] = None  # the other side's batch
+    windows: Optional[int] = None  # the other side's single windows a sample
 
 
 @dataclass(frozen=True)
 class Method:
-    """One way to time a call; the worker's Timer samples by what it declares."""
+    """One way to time a call (docs/judging.md); the worker's Timer samples by it."""
 
     name: str
     batched: bool  # `batch` calls a window, their cost per call by difference (else `batch` single windows a sample)
@@ -34,21 +56,14 @@ class Method:
         """Does a window count work left after its end event? Not a graph's (docs/judging.md)."""
         return not self.graph
 
+    def chosen(self, timer: Any, measured: Measured, asked: Asked) -> bool:
+        """Does this method time the Timer's call? If so it has set what it needs (the batch, a graph)."""
+        raise NotImplementedError(self.name)
 
-PERF_COUNTER = Method("perf_counter", batched=False, host_clock=True, resolution_key="cpu_resolution_pct",
-                      target_key="cpu_target_ci_pct")
-CUDA_EVENT = Method("cuda_event", batched=False)
-BATCHED_EVENTS = Method("batched_events", batched=True, resolution_key="batched_resolution_pct")
-CUDA_GRAPH = Method("cuda_graph", batched=True, graph=True, min_lead_us=1000.0,
-                    resolution_key="batched_resolution_pct")  # docs/decisions/process-offset.md
-METHODS = {m.name: m for m in (PERF_COUNTER, CUDA_EVENT, CUDA_GRAPH, BATCHED_EVENTS)}
+    def sample(self, timer: Any) -> tuple[float, float]:
+        """One sample: (ms per call, wall ms per call)."""
+        raise NotImplementedError(self.name)
 
-
-def named(name) -> Method | None:
-    """The method of this name, or None (a name our timer never chooses)."""
-    return METHODS.get(name) if isinstance(name, str) else None
-
-
-def is_graph(name) -> bool:
-    method = named(name)
-    return method is not None and method.graph
+    def re_placed(self, timer: Any) -> None:
+        """After the worker re-placed the timed memory (Worker.op_replace): one call lands its output anew."""
+        timer.once()
