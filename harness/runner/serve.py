@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Optional
 
 from harness.common import procs
-from harness.common.config import build_config
+from harness.common.config import build_config, presets
 from harness.common.devices import is_gpu
 from harness.common.errors import UserError
 from harness.runner import environment
@@ -25,7 +25,7 @@ def serve_parser() -> argparse.ArgumentParser:
                                      "/v1/evaluations, GET /v1/evaluations/{id}; OpenAPI at /docs (docs/library.md).")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; any other needs "
                                                             "--token)")
-    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--device", help="auto, cpu, cuda or cuda:N (default from config: auto)")
     where.add_argument("--devices", help="GPUs to spread jobs over: 0,1 or all (one job at a time on each)")
@@ -33,7 +33,8 @@ def serve_parser() -> argparse.ArgumentParser:
                                                                     "started again on it finishes the jobs it holds")
     parser.add_argument("--token", help="clients must send `Authorization: Bearer TOKEN`")
     parser.add_argument("--config", metavar="FILE", help="YAML config layered over configs/default.yaml")
-    parser.add_argument("--preset", help="the jobs' default preset (a job's options may name another)")
+    parser.add_argument("--preset", choices=presets(), help="the jobs' default preset (a job's options may name "
+                                                            "another)")
     return parser
 
 
