@@ -143,7 +143,10 @@ class Service:
             pair = self.pair_of(job)
             job_ctx = ctx if not job.options else self.context_for(job, ctx)
             plan = runner.plan_pairs([pair], job_ctx)[0]
-            return runner.evaluate_pair(plan, job_ctx, None, starter if job_ctx is ctx else None)
+            # A judge started ahead holds the service's limits (its workers' output bound and kill grace); the job's
+            # own settings travel with its job. Other limits: a judge of its own.
+            shared = job_ctx.config.limits == ctx.config.limits
+            return runner.evaluate_pair(plan, job_ctx, None, starter if shared else None)
         except UserError as exc:
             return failure("problem", job.id, Status.HARNESS_ERROR, f"bad job: {exc}")
         except Exception as exc:  # the service outlives any one job

@@ -1,6 +1,6 @@
 """The cheats that only the trials and the timed rounds catch, judged through the library API under `--preset rl`
-(fewer trials and rounds) and through the HTTP service: the same statuses, reasons and defence flags as through
-run.py (test_adversarial.py)."""
+(fewer trials and rounds) and through the HTTP service under it: the same statuses, reasons and defence flags as
+through run.py (test_adversarial.py)."""
 import pytest
 
 from test_adversarial import CONTROL, EXPECTED, HERE, ROOT
@@ -44,9 +44,10 @@ def service_results(tmp_path_factory):
     from test_serve import start
 
     problem = (ROOT / "tests" / "fixtures" / "problems" / "fx_relu.py").read_text()
-    proc, client = start(tmp_path_factory.mktemp("state"), "--config", str(HERE / "adversarial.yaml"))
+    proc, client = start(tmp_path_factory.mktemp("state"))
     try:
-        ids = client.submit_batch([(problem, (HERE / "cpu" / f"{name}.py").read_text()) for name in CHEATS])
+        ids = client.submit_batch([(problem, (HERE / "cpu" / f"{name}.py").read_text()) for name in CHEATS],
+                                  preset="rl", settings={"cold_cache": False, "kill_grace_s": 1})
         return dict(zip(CHEATS, (client.wait(job_id, timeout=600) for job_id in ids)))
     finally:
         proc.send_signal(signal.SIGTERM)
