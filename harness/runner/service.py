@@ -21,7 +21,6 @@ from harness.common.records import Result, failure
 from harness.common.verdict import Status
 from harness.runner import api, environment, judges, runner
 
-STATES = ("queued", "running", "done")
 SERVICE_ONLY = ("device", "results_dir", "build_cache_dir", "peaks_cache_dir", "judges_ahead")  # not a job's to set
 
 
@@ -30,7 +29,7 @@ class Job:
     """One accepted evaluation: its sources and options as the client sent them."""
 
     id: str
-    problem: str  # a name under problems/ (or --problems-root), or source text
+    problem: str  # a name under problems/, or source text
     candidate: str  # source text
     options: dict  # precision, mode, preset, sizes, settings (api.evaluate's keywords)
     accepted: float  # time.time() when journaled
