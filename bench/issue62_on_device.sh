@@ -1,0 +1,54 @@
+#!/bin/bash
+# Issues 62 and 63's GPU checks, one PART per call of a lent machine (carry .corpus; for `service`, .whl too):
+#   bash bench/issue62_on_device.sh NAME one|two|aa|service [SECONDS]
+#   one      the README's `python run.py --problem sigmoid` as typed, then `pytest -m gpu` part a (adversarial,
+#            isolation, footprint, probe, worker)
+#   two      `pytest -m gpu` part b (test_gpu, the seeds' solutions), then the A/A sample for what is left of SECONDS
+#   aa       the A/A sample alone, resumed: every 5th problem of today's KernelBench levels 1-3 (50) against itself,
+#            in results/aa-NAME (ignored, so a warm machine keeps it between calls; it also comes back in $OUT)
+#   service  bench/service_throughput.py, rl then default preset, on level-1 A/A pairs and public generations
+#            (.corpus/realgen, made by bench/realgen_corpus.py), SECONDS split between them
+# Logs and records come back in $OUT as NAME-PART*.
+name=${1:?NAME}; part=${2:?PART}; seconds=${3:-560}
+kb=${KB:-.corpus/kb-head/KernelBench}
+export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0}
+start=$SECONDS
+nvidia-smi -L
+left() { echo $(( seconds - (SECONDS - start) )); }
+gpu_tests() {  # pytest -m gpu over FILES for at most $1 seconds (SIGINT: pytest still reports and writes its XML)
+    local limit=$1; shift
+    { timeout -s INT -k 20 "$limit" python3 -m pytest -v -m gpu -p no:cacheprovider --durations=0 \
+          --junitxml="$OUT/$name-$part.xml" "$@"; echo "exit status $?"; } > "$OUT/$name-$part.log" 2>&1
+    tail -2 "$OUT/$name-$part.log"
+}
+aa() {  # the A/A sample for at most $1 seconds, resumed
+    [ "$1" -gt 30 ] || { echo "no time left for the A/A sample"; return; }
+    timeout -s INT "$1" python3 bench/kernelbench_aa.py "$kb" --out "results/aa-$name" --every 5 \
+        >> "$OUT/$name-aa.log" 2>&1
+    cp "results/aa-$name/run/results.jsonl" "$OUT/$name-aa-results.jsonl" 2>/dev/null
+    cp "results/aa-$name/kernelbench-aa.md" "$OUT/$name-aa.md" 2>/dev/null
+    tail -3 "$OUT/$name-aa.log"
+}
+case $part in
+one)
+    { timeout 150 python run.py --problem sigmoid; echo "exit status $?"; } > "$OUT/$name-readme.log" 2>&1
+    tail -2 "$OUT/$name-readme.log"
+    run=$(ls -dt results/*-sigmoid/ | head -1)
+    cp "$run/results.jsonl" "$OUT/$name-readme-results.jsonl"
+    gpu_tests $(( $(left) - 10 )) tests/adversarial/test_adversarial_gpu.py tests/adversarial/test_isolation_gpu.py \
+        tests/test_footprint.py tests/test_gpu_probe.py tests/test_worker.py ;;
+two)
+    gpu_tests 400 tests/test_gpu.py tests/test_gpu_solutions.py
+    aa $(( $(left) - 10 )) ;;
+aa) aa $(( $(left) - 10 )) ;;
+service)
+    python3 -m pip install -q --no-index --find-links .whl/serve --no-compile --no-cache-dir --target /tmp/site \
+        fastapi uvicorn && export PYTHONPATH=/tmp/site || exit 1
+    [ -f .corpus/realgen/pairs.csv ] || { echo "no .corpus/realgen: run bench/realgen_corpus.py first"; exit 2; }
+    for preset in rl default; do
+        timeout -s INT $(( $(left) / 2 )) python3 bench/service_throughput.py "$kb" --generations .corpus/realgen \
+            --preset $preset --pairs "${PAIRS:-60}" --out "$OUT/$name-service.jsonl" > "$OUT/$name-service-$preset.log" 2>&1
+        tail -2 "$OUT/$name-service-$preset.log"
+    done ;;
+*) echo "PART is one, two, aa or service"; exit 2 ;;
+esac
