@@ -24,6 +24,15 @@ def test_the_flush_buffer_placed_anew_keeps_its_size_and_a_hot_cache_has_none():
     assert hot.flush_buffer is None
 
 
+def test_the_flush_buffer_starts_at_its_offset_into_its_block():
+    """A block freed and allocated again at the same size comes back at the same address (the H200, session 61): the
+    offset is what moves the buffer."""
+    timer = timing.Timer(torch.device("cpu"), cold_cache=True)
+    size = timer.flush_buffer.numel()
+    timer.place_flush_buffer(offset_bytes=8192)
+    assert timer.flush_buffer.numel() == size and timer.flush_buffer.storage_offset() == 8192
+
+
 def test_a_timed_call_never_holds_the_last_output_meanwhile():
     """A multi-GB output must not need room twice: the timer lets go of the last output before the next call (and
     keeps the new one for the judge's check)."""

@@ -304,3 +304,8 @@ def test_a_graphs_inputs_move_with_their_contents_for_a_confirmation_blocks_capt
         assert fake.timing_inputs[2] == 3 and fake.timing_inputs is fake.moving_inputs.tensors
         places.add(fake.timing_inputs[0].data_ptr())
     assert len(places) > 1
+
+
+def test_the_flush_offset_follows_the_secret_pad_in_page_steps_under_4_mib():
+    offsets = [worker.flush_offset(mb << 20) for mb in range(1024)]
+    assert len(set(offsets)) == 1024 and all(o % 4096 == 0 and 0 <= o < 4 << 20 for o in offsets)

@@ -73,11 +73,13 @@ class Timer:
             return max(2 * l2, MIN_FLUSH_BYTES)
         return 2 * cpu_last_level_cache_bytes()
 
-    def place_flush_buffer(self) -> None:
-        """Allocate the flush buffer anew (a captured graph must be captured again)."""
+    def place_flush_buffer(self, offset_bytes: int = 0) -> None:
+        """Allocate the flush buffer anew, `offset_bytes` into its block (a captured graph must be captured again)."""
         self.flush_buffer = None  # the old one freed first
         if self.cold_cache:
-            self.flush_buffer = torch.empty(self.flush_bytes(), dtype=torch.uint8, device=self.device)
+            # Freed and allocated again, a block of the same size comes back at the same address: the offset moves it.
+            size = self.flush_bytes()
+            self.flush_buffer = torch.empty(size + offset_bytes, dtype=torch.uint8, device=self.device)[offset_bytes:]
 
     def flush(self) -> None:
         """Evict the caches: fill_ on a GPU, add_ on the CPU (docs/decisions/process-offset.md)."""

@@ -67,6 +67,11 @@ def instrument_builds() -> None:
         setattr(ext, name, timed(getattr(ext, name)))
 
 
+def flush_offset(pad_bytes: int) -> int:
+    """Where in its block the flush buffer starts this round: 0-4 MiB, in 4 KiB steps, from the secret pad's size."""
+    return (int(pad_bytes) >> 8) % (4 << 20) // 4096 * 4096
+
+
 def storages_of(tensors: list) -> set:
     """Where these tensors' storages begin."""
     return {x.untyped_storage().data_ptr() for x in tensors if isinstance(x, torch.Tensor)}
@@ -248,7 +253,7 @@ class Worker:
             self.pad = torch.empty(min(int(pad_bytes), free // 4), dtype=torch.uint8, device=self.device)
         except (torch.cuda.OutOfMemoryError, ValueError, TypeError):
             self.pad = None  # left out: a pad is never the candidate's failure
-        self.beside_the_pad(self.timer.place_flush_buffer)
+        self.beside_the_pad(lambda: self.timer.place_flush_buffer(flush_offset(pad_bytes)))
         try:
             self.beside_the_pad(lambda: self.timer.declared.re_placed(self.timer))
             self.timer.sync()

@@ -89,11 +89,9 @@ def test_a_forward_that_skips_work_while_captured_is_not_timed_faster(gpu_run):
     assert not (result["status"] == "correct" and result["speedup"] > 1.5), result
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="suspected hole (session 55, unverified on a GPU): the calls of one sample read the same "
-                          "inputs, so a cache keyed on their pointer and version serves all but the first (and the "
-                          "untimed call before a batch's windows may be that first)")
 def test_a_cache_by_pointer_and_version_is_not_timed_faster(tmp_path):
+    """The calls of one sample read the same inputs: a cache keyed on their pointer and version must still gain nothing
+    (suspected in session 55; an xfail until it passed on the H200 in session 61)."""
     results, _ = judge("tests/fixtures/problems/fx_relu.py", [HERE / "cuda" / "caches_by_version.py"], tmp_path,
                        "--set", "batch_size=4096", "--set", "dim=32768")  # 512 MiB: a 0.2+ ms call, honestly
     result = results["caches_by_version"]
