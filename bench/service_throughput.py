@@ -1,14 +1,14 @@
 """Issue 63's benchmark: pairs an hour through `run.py serve`, and one small pair's answer from a warm service.
     python bench/service_throughput.py KERNELBENCH_DIR --out FILE.jsonl [--preset rl] [--devices 0|0,1] [--pairs N]
-        [--candidates DIR]
-Starts the service (state in a fresh folder), submits N pairs in one batch: KernelBench level-1 problems in order,
-each against itself (`class ModelNew(Model): pass`), and each file of --candidates DIR (public generations named
-level_1_problem_P_sample_S*.py, paired with level1/P_*.py); waits for all; then times one small pair alone (level1
-19_ReLU against itself, submit to done). Appends one JSON line: preset, devices, GPU, pairs, statuses, wall, pairs
-an hour, the single pair's seconds."""
+        [--generations DIR]
+Starts the service (state in a fresh folder), submits N pairs in one batch, alternating KernelBench level-1 problems
+in order, each against itself (`class ModelNew(Model): pass`), and public generations for level 1 (DIR is what
+bench/realgen_corpus.py writes: DIR/pairs.csv, each generation with the problem file it was written for); waits for
+all; then times one small pair alone (level1 19_ReLU against itself, submit to done). Appends one JSON line: preset,
+devices, GPU, pairs of each kind, statuses, wall, pairs an hour, the single pair's seconds."""
+import csv
 import argparse
 import json
-import re
 import signal
 import socket
 import subprocess
@@ -23,18 +23,18 @@ sys.path.insert(0, str(ROOT))
 AA = "\n\nclass ModelNew(Model):\n    pass\n"
 
 
-def pairs_of(kernelbench: Path, count: int, candidates: Path | None) -> list:
-    """(problem source, candidate source) pairs: generations first, then level-1 A/A pairs, `count` in all."""
+def pairs_of(kernelbench: Path, count: int, generations: Path | None) -> tuple[list, int]:
+    """(problem, candidate) sources, A/A and generation by turns, `count` in all; and how many are generations."""
     level1 = sorted((kernelbench / "level1").glob("*.py"), key=lambda p: int(p.name.split("_")[0]))
-    by_number = {int(p.name.split("_")[0]): p for p in level1}
-    pairs = []
-    for path in sorted(candidates.glob("*.py")) if candidates else []:
-        match = re.match(r"level_1_problem_(\d+)_sample_\d+", path.stem)
-        if match and int(match.group(1)) in by_number:
-            pairs.append((by_number[int(match.group(1))].read_text(), path.read_text()))
-    for problem in level1:
-        pairs.append((problem.read_text(), AA))
-    return pairs[:count]
+    aa = [(problem.read_text(), AA) for problem in level1]
+    generated = []
+    if generations:
+        with open(generations / "pairs.csv") as handle:
+            generated = [((generations / row["problem"]).read_text(), (generations / row["candidate"]).read_text())
+                         for row in csv.DictReader(handle) if row["level"] == "1"]
+    mixed = [pair for turn in zip(aa, generated) for pair in turn]
+    mixed += aa[len(generated):] + generated[len(aa):]
+    return mixed[:count], sum(1 for pair in mixed[:count] if pair[1] != AA)
 
 
 def start(state: Path, devices: str, preset: str) -> tuple:
@@ -64,9 +64,9 @@ def main() -> None:
     parser.add_argument("--preset", default="default")
     parser.add_argument("--devices", default="")
     parser.add_argument("--pairs", type=int, default=60)
-    parser.add_argument("--candidates", type=Path)
+    parser.add_argument("--generations", type=Path, help="bench/realgen_corpus.py's output folder")
     args = parser.parse_args()
-    pairs = pairs_of(args.kernelbench, args.pairs, args.candidates)
+    pairs, generated = pairs_of(args.kernelbench, args.pairs, args.generations)
     relu = next((args.kernelbench / "level1").glob("19_*.py")).read_text()
     with tempfile.TemporaryDirectory() as state:
         proc, client, health = start(Path(state), args.devices, args.preset)
@@ -85,7 +85,7 @@ def main() -> None:
     statuses: dict = {}
     for result in results:
         statuses[result["status"]] = statuses.get(result["status"], 0) + 1
-    row = {"preset": args.preset, "devices": health["devices"], "gpu": results[0].get("gpu"), "pairs": len(results),
+    row = {"preset": args.preset, "devices": health["devices"], "gpu": results[0].get("gpu"), "pairs": len(results), "generations": generated,
            "statuses": statuses, "wall_s": round(wall, 1), "pairs_per_hour": round(3600 * len(results) / wall),
            "single_pair_s": round(single_s, 2), "single_status": single["status"],
            "harness": results[0].get("harness")}

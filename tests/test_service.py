@@ -37,3 +37,27 @@ def test_jobs_are_checked_journaled_and_taken_up_again(tmp_path, env):
     again = Service(tmp_path, str(FAST_CONFIG), {"device": "cpu"}, ["cpu"], env)
     assert again.recovered == 1 and again.pending.get().id == second  # the unfinished one, and only it
     assert again.job_config(Job(second, RELU, HONEST, {"preset": "rl"}, 0.0)).correctness.trials == 2
+
+
+def test_a_job_that_builds_an_extension_is_built_before_a_device_takes_it(tmp_path, env):
+    """The build stage (as run.py's): a candidate whose extension does not compile ends there, with no judge."""
+    import time
+
+    from harness.runner.service import Service
+
+    config = tmp_path / "prebuild.yaml"
+    config.write_text(FAST_CONFIG.read_text() + f"prebuild: on\ncompile_timeout: 300\nbuild_cache_dir: {tmp_path / 'b'}\n")
+    service = Service(tmp_path / "state", str(config), {"device": "cpu"}, ["cpu"], env)
+    service.start()
+    try:
+        broken = service.submit(RELU, (FIXTURES / "builds" / "broken_cpp.py").read_text())
+        assert service.health()["building"] == 1
+        deadline = time.monotonic() + 600
+        while service.status(broken)["state"] != "done" and time.monotonic() < deadline:
+            time.sleep(0.2)
+        result = service.status(broken)["result"]
+    finally:
+        service.drain(timeout=60)
+    assert result["status"] == "compile_error" and result["error"].startswith("build stage")
+    assert "build_stage" in result["phases_s"] and "judge_start" not in result["phases_s"]
+    assert service.health()["building"] == 0

@@ -1,6 +1,7 @@
 """The evaluation service's core, without HTTP: accepted jobs journaled under a state folder (fsynced before they are
-acknowledged), judged one at a time on each device by judges kept warm across jobs, each Result written once. A
-service started again on the same folder judges the jobs it had accepted and not finished."""
+acknowledged), their extensions built ahead in CPU workers (run.py's build stage), judged one at a time on each device
+by judges kept warm across jobs, each Result written once. A service started again on the same folder judges the jobs
+it had accepted and not finished."""
 from __future__ import annotations
 
 import json
@@ -9,6 +10,7 @@ import secrets
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -19,7 +21,7 @@ from harness.common.devices import is_gpu
 from harness.common.errors import UserError
 from harness.common.records import Result, failure
 from harness.common.verdict import Status
-from harness.runner import api, environment, judges, runner
+from harness.runner import api, builds, environment, judges, runner
 
 SERVICE_ONLY = ("device", "results_dir", "build_cache_dir", "peaks_cache_dir", "judges_ahead")  # not a job's to set
 
@@ -50,7 +52,43 @@ class Service:
         self.lock = threading.Lock()
         self.draining = threading.Event()
         self.threads: list[threading.Thread] = []
+        self.prebuilt: dict[str, builds.Prebuilt] = {}  # job id: what its build stage did
+        self.building = 0
+        self.builder, self.build_ctx = self.build_stage()
         self.recovered = self.requeue_unfinished()
+
+    def build_stage(self) -> tuple[Optional[ThreadPoolExecutor], Optional[runner.RunContext]]:
+        """CPU workers that build candidates' extensions while the devices judge, where run.py would have them."""
+        if not self.devices or not builds.enabled(self.config, self.devices[0]):
+            return None, None
+        ctx = runner.new_context(self.config, self.devices[0], {}, self.state_dir / "run", self.env)
+        return ThreadPoolExecutor(builds.pool_size(self.config), thread_name_prefix="harness-build"), ctx
+
+    def queue(self, job: Job) -> None:
+        """Queue a job for the devices; one whose candidate builds an extension is built first."""
+        if self.builder is None or not discover.builds_extension(job.candidate):
+            self.pending.put(job)
+            return
+        with self.lock:
+            self.building += 1
+        self.builder.submit(self.build_then_queue, job)
+
+    def build_then_queue(self, job: Job) -> None:
+        """The job's build stage (its outcome kept for its evaluation), then its place in the queue."""
+        try:
+            assert self.build_ctx is not None
+            ctx = self.build_ctx if not job.options else self.context_for(job, self.build_ctx)
+            plan = runner.plan_pairs([self.pair_of(job)], ctx)[0]
+            built = runner.prebuild_pair(plan, ctx) if plan.prebuild and not self.draining.is_set() else None
+            if built is not None:
+                with self.lock:
+                    self.prebuilt[job.id] = built
+        except Exception as exc:  # the stage only saves time: the evaluation builds (and judges) it
+            print(f"job {job.id}: build stage failed ({type(exc).__name__}: {exc})", file=sys.stderr, flush=True)
+        finally:
+            with self.lock:
+                self.building -= 1
+            self.pending.put(job)
 
     def start(self) -> None:
         """One judging thread per device, each with its run context and its judges kept warm."""
@@ -74,7 +112,7 @@ class Service:
             self.job_config(job)
         for job in jobs:
             store.write_atomic(self.state_dir / "jobs" / f"{job.id}.json", json.dumps(job.__dict__))
-            self.pending.put(job)
+            self.queue(job)
         return [job.id for job in jobs]
 
     def status(self, job_id: str) -> Optional[dict]:
@@ -91,13 +129,16 @@ class Service:
     def health(self) -> dict:
         """What the service holds and does now."""
         with self.lock:
-            running = len(self.running)
+            running, building = len(self.running), self.building
         return {"status": "draining" if self.draining.is_set() else "ok", "devices": self.devices,
-                "queued": self.pending.qsize(), "running": running, "recovered": self.recovered}
+                "building": building, "queued": self.pending.qsize(), "running": running,
+                "recovered": self.recovered}
 
     def drain(self, timeout: Optional[float] = None) -> None:
         """Take no new job; let the running ones end (the queued stay journaled for the next start)."""
         self.draining.set()
+        if self.builder is not None:
+            self.builder.shutdown(wait=False, cancel_futures=True)
         for _ in self.threads:
             self.pending.put(None)
         for thread in self.threads:
@@ -110,7 +151,7 @@ class Service:
             if not (self.state_dir / "results" / path.name).exists():
                 unfinished.append(Job(**json.loads(path.read_text())))
         for job in sorted(unfinished, key=lambda j: j.accepted):
-            self.pending.put(job)
+            self.queue(job)
         return len(unfinished)
 
     def judge_jobs(self, device: str) -> None:
@@ -145,7 +186,9 @@ class Service:
             # A judge started ahead holds the service's limits (its workers' output bound and kill grace); the job's
             # own settings travel with its job. Other limits: a judge of its own.
             shared = job_ctx.config.limits == ctx.config.limits
-            return runner.evaluate_pair(plan, job_ctx, None, starter if shared else None)
+            with self.lock:
+                built = self.prebuilt.pop(job.id, None)
+            return runner.evaluate_pair(plan, job_ctx, built, starter if shared else None)
         except UserError as exc:
             return failure("problem", job.id, Status.HARNESS_ERROR, f"bad job: {exc}")
         except Exception as exc:  # the service outlives any one job
