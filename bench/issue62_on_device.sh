@@ -45,9 +45,12 @@ service)
     python3 -m pip install -q --no-index --find-links .whl/serve --no-compile --no-cache-dir --target /tmp/site \
         fastapi uvicorn && export PYTHONPATH=/tmp/site || exit 1
     [ -f .corpus/realgen/pairs.csv ] || { echo "no .corpus/realgen: run bench/realgen_corpus.py first"; exit 2; }
-    for preset in rl default; do
-        timeout -s INT $(( $(left) / 2 )) python3 bench/service_throughput.py "$kb" --generations .corpus/realgen \
-            --preset $preset --pairs "${PAIRS:-60}" --out "$OUT/$name-service.jsonl" > "$OUT/$name-service-$preset.log" 2>&1
+    for preset in rl default; do  # each: the service's start, its warm-up and single pair, then a budget of batch
+        share=2; [ $preset = rl ] || share=1  # rl: half of what is left; default: the rest
+        budget=$(( $(left) / share - 90 ))
+        timeout -s INT $(( budget + 120 )) python3 bench/service_throughput.py "$kb" --generations .corpus/realgen \
+            --preset $preset --pairs "${PAIRS:-200}" --budget-s $budget --out "$OUT/$name-service.jsonl" \
+            --records "$OUT/$name-service-records.jsonl" > "$OUT/$name-service-$preset.log" 2>&1
         tail -2 "$OUT/$name-service-$preset.log"
     done ;;
 *) echo "PART is one, two, aa or service"; exit 2 ;;
