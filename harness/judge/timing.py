@@ -348,13 +348,8 @@ class Rounds:
 
     # Each side's window follows its own copy of the inputs: docs/decisions/timing-rounds.md
     def ref_sample(self) -> float:
-        pair = self.pair
-        with pair.reference_side():
-            self.replace_side(pair.ref_sandbox)
-            pair.refresh_side(pair.ref_sandbox)
-            self.gpu_is_ours()
-            ms, wall = plausible_sample(pair.expect_ok(pair.ref_sandbox.request("time", self.cfg.limits.timeout)))
-            self.ref_judged.append(pair.ref_sandbox.last_request_ms)
+        with self.pair.reference_side():
+            ms, wall = self.side_sample(self.pair.ref_sandbox, self.ref_judged)
         self.went_first("R")
         self.report.ref_wall_ms.append(wall)
         if self.clocks:
@@ -362,15 +357,19 @@ class Rounds:
         return ms
 
     def new_sample(self) -> float:
-        pair = self.pair
-        self.replace_side(pair.sandbox)
-        pair.refresh_side(pair.sandbox)
-        self.gpu_is_ours()
-        ms, wall = plausible_sample(pair.expect_ok(pair.sandbox.request("time", self.cfg.limits.timeout)))
-        self.new_judged.append(pair.sandbox.last_request_ms)
+        ms, wall = self.side_sample(self.pair.sandbox, self.new_judged)
         self.went_first("N")
         self.report.new_wall_ms.append(wall)
         return ms
+
+    def side_sample(self, sandbox, judged: list) -> tuple:
+        """One side's (ms, wall ms): its memory re-placed where due, its inputs refreshed, the GPU checked, timed."""
+        self.replace_side(sandbox)
+        self.pair.refresh_side(sandbox)
+        self.gpu_is_ours()
+        ms, wall = plausible_sample(self.pair.expect_ok(sandbox.request("time", self.cfg.limits.timeout)))
+        judged.append(sandbox.last_request_ms)
+        return ms, wall
 
     def before_round(self, index: int) -> None:
         """Fresh inputs; in a tenth of rounds, the last timed output checked first."""
