@@ -6,8 +6,9 @@
 #   two      `pytest -m gpu` part b (test_gpu, the seeds' solutions), then the A/A sample for what is left of SECONDS
 #   aa       the A/A sample alone, resumed: every 5th problem of today's KernelBench levels 1-3 (50) against itself,
 #            in results/aa-NAME (ignored, so a warm machine keeps it between calls; it also comes back in $OUT)
-#   service  bench/service_throughput.py, rl then default preset, on level-1 A/A pairs and public generations
-#            (.corpus/realgen, made by bench/realgen_corpus.py), SECONDS split between them
+#   service  bench/service_throughput.py, rl then default preset, each on a batch of level-1 A/A pairs and public
+#            generations by turns (.corpus/realgen, made by bench/realgen_corpus.py; PAIRS_RL=64, PAIRS_DEFAULT=40),
+#            judged whole; SECONDS split between them in that ratio as a cap
 # Logs and records come back in $OUT as NAME-PART*.
 name=${1:?NAME}; part=${2:?PART}; seconds=${3:-560}
 kb=${KB:-.corpus/kb-head/KernelBench}
@@ -45,12 +46,14 @@ service)
     python3 -m pip install -q --no-index --find-links .whl/serve --no-compile --no-cache-dir --target /tmp/site \
         fastapi uvicorn && export PYTHONPATH=/tmp/site || exit 1
     [ -f .corpus/realgen/pairs.csv ] || { echo "no .corpus/realgen: run bench/realgen_corpus.py first"; exit 2; }
-    for preset in rl default; do  # each: the service's start, its warm-up and single pair, then a budget of batch
-        share=2; [ $preset = rl ] || share=1  # rl: half of what is left; default: the rest
-        budget=$(( $(left) / share - 90 ))
-        timeout -s INT $(( budget + 120 )) python3 bench/service_throughput.py "$kb" --generations .corpus/realgen \
-            --preset $preset --pairs "${PAIRS:-200}" --budget-s $budget --out "$OUT/$name-service.jsonl" \
-            --records "$OUT/$name-service-records.jsonl" > "$OUT/$name-service-$preset.log" 2>&1
+    for preset in rl default; do  # each: the service's start, its warm-up and single pair, then a batch judged whole
+        pairs=${PAIRS_RL:-64}; [ $preset = rl ] || pairs=${PAIRS_DEFAULT:-40}
+        budget=$(( ($(left) - 60) * pairs / (pairs + ${PAIRS_DEFAULT:-40}) ))  # a cap: the batch should end first
+        [ $preset = rl ] || budget=$(( $(left) - 40 ))
+        timeout -s INT $(( budget + 60 )) python3 bench/service_throughput.py "$kb" --generations .corpus/realgen \
+            --preset $preset --pairs "$pairs" --budget-s $budget --single .corpus/kb-v0/KernelBench/level1/19_ReLU.py \
+            --out "$OUT/$name-service.jsonl" --records "$OUT/$name-service-records.jsonl" \
+            > "$OUT/$name-service-$preset.log" 2>&1
         tail -2 "$OUT/$name-service-$preset.log"
     done ;;
 *) echo "PART is one, two, aa or service"; exit 2 ;;
