@@ -11,12 +11,12 @@ from harness.common.config import build_config
 
 def test_build_stage_builds_ahead_and_fails_early(tmp_path):
     config = tmp_path / "prebuild.yaml"
-    config.write_text(FAST_CONFIG.read_text() + "prebuild: on\nbuild_workers: 3\ncompile_timeout: 300\ntimeout: 30\n"
-                      f"build_cache_dir: {tmp_path / 'builds'}\n")  # empty: the stage must really build (3 at once)
+    config.write_text(FAST_CONFIG.read_text() + "prebuild: on\nbuild_workers: 5\ncompile_timeout: 300\ntimeout: 30\n"
+                      f"build_cache_dir: {tmp_path / 'builds'}\n")  # empty: the stage must really build (5 at once)
     out = tmp_path / "run"
     args = [sys.executable, "run.py", "--problem", str(FIXTURES / "problems" / "fx_relu.py"), "--device", "cpu",
             "--config", str(config), "--out", str(out),
-            *(arg for name in ("broken_cpp", "broken_in_init_cpp", "relu_cpp")
+            *(arg for name in ("broken_cpp", "broken_in_init_cpp", "relu_cpp", "gated_cpp", "gated_broken_cpp")
               for arg in ("--solution", str(FIXTURES / "builds" / f"{name}.py")))]
     proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -35,6 +35,11 @@ def test_build_stage_builds_ahead_and_fails_early(tmp_path):
     # The stage built it (a C++ build takes seconds, counted in compile_s); the evaluation found it built.
     assert phases["build_stage"] >= built["compile_s"] > 2
     assert phases["build"] + phases["workers"] < built["compile_s"]
+    gated = results["gated_cpp"]  # builds only `if torch.cuda.is_available()`: the stage's worker says it is
+    assert gated["status"] == "correct" and gated["phases_s"]["build_stage"] >= gated["compile_s"] > 2
+    # Its build failed on that pretence: the judge decides (no GPU there: correct without its extension).
+    assert "build stage" not in (results["gated_broken_cpp"]["error"] or "")
+    assert (out / "logs" / "fx_relu__gated_broken_cpp.judge.log").exists()
 
 
 def test_pool_size_follows_cores_and_memory(monkeypatch):

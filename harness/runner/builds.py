@@ -16,7 +16,7 @@ from typing import Optional
 from harness.common.config import Config
 from harness.common.devices import is_gpu
 from harness.common.discover import sha256_text
-from harness.common.extensions import build_failure, candidate_build_env
+from harness.common.extensions import BUILD_STAGE, GPU_PRETENDED, build_failure, candidate_build_env
 from harness.common.records import Result, failure, one_line
 from harness.common.verdict import Status
 from harness.common.places import ROOT
@@ -98,7 +98,7 @@ def build(job: BuildJob) -> dict:
     from harness.judge.sandbox import Sandbox, WorkerFailure
 
     cfg = Config.from_dict(job.config)
-    env = candidate_build_env(job.build_dir)
+    env = {**candidate_build_env(job.build_dir), BUILD_STAGE: "1"}  # see worker.as_if_a_gpu_were_there
     if job.arch and "TORCH_CUDA_ARCH_LIST" not in os.environ:
         env["TORCH_CUDA_ARCH_LIST"] = job.arch  # as the judge will ask, so it reuses this build
     sandbox = Sandbox({"CUDA_VISIBLE_DEVICES": ""}, cfg.limits.output_limit_bytes, cfg.limits.kill_grace_s)
@@ -119,8 +119,11 @@ def build(job: BuildJob) -> dict:
         sandbox.close()
     if isinstance(reply, channel.Ok):
         return {"build_s": reply.payload.get("build_s", 0.0) if isinstance(reply.payload, dict) else 0.0}
-    summary = build_failure(reply.message, sandbox.log.text())
-    return {"status": Status.COMPILE_ERROR.value, "error": one_line(summary)} if summary else {}
+    log = sandbox.log.text()
+    summary = build_failure(reply.message, log)
+    if not summary or GPU_PRETENDED in log:  # a build that failed on the pretence of a GPU is the judge's to try
+        return {}
+    return {"status": Status.COMPILE_ERROR.value, "error": one_line(summary)}
 
 
 def problem_init_args(job: BuildJob) -> Optional[list]:

@@ -13,6 +13,7 @@ from typing import Any, Callable, Optional
 from harness.worker import timing
 from harness.common import channel, check, handover, methods, semantics
 from harness.common.devices import torch_device
+from harness.common.extensions import BUILD_STAGE, GPU_PRETENDED
 from harness.common.inputs import MovingCopies
 from harness.common.load import load_module
 
@@ -65,6 +66,21 @@ def instrument_builds() -> None:
 
     for name in ("load_inline", "load"):
         setattr(ext, name, timed(getattr(ext, name)))
+
+
+def as_if_a_gpu_were_there() -> None:
+    """In a build-stage worker (no GPU visible): torch.cuda.is_available() says True, so a candidate that builds its
+    extension only `if torch.cuda.is_available()` builds it here, not in the GPU's time; real CUDA calls still fail.
+    Its log says so, and runner/builds then leaves a failed build to the judge (it may have followed the pretence)."""
+    told: list[bool] = []
+
+    def is_available() -> bool:
+        if not told:
+            told.append(True)
+            print(GPU_PRETENDED, flush=True)
+        return True
+
+    torch.cuda.is_available = is_available
 
 
 def flush_offset(pad_bytes: int) -> int:
@@ -508,6 +524,8 @@ def main() -> None:
         greeting = conn.recv()
     device, cold, env = greeting
     os.environ.update({str(k): str(v) for k, v in env.items()})  # read by torch at build time
+    if os.environ.pop(BUILD_STAGE, None) == "1" and device == "cpu":
+        as_if_a_gpu_were_there()
     serve(conn, Worker(device, cold))
     conn.close()
     os._exit(0)  # skip atexit handlers a candidate may have registered
