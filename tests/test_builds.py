@@ -16,7 +16,8 @@ def test_build_stage_builds_ahead_and_fails_early(tmp_path):
     out = tmp_path / "run"
     args = [sys.executable, "run.py", "--problem", str(FIXTURES / "problems" / "fx_relu.py"), "--device", "cpu",
             "--config", str(config), "--out", str(out),
-            *(arg for name in ("broken_cpp", "broken_in_init_cpp", "relu_cpp", "gated_cpp", "gated_broken_cpp")
+            *(arg for name in ("broken_cpp", "broken_in_init_cpp", "relu_cpp", "gated_cpp", "gated_broken_cpp",
+                                               "lazy_cpp")
               for arg in ("--solution", str(FIXTURES / "builds" / f"{name}.py")))]
     proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -40,6 +41,8 @@ def test_build_stage_builds_ahead_and_fails_early(tmp_path):
     # Its build failed on that pretence: the judge decides (no GPU there: correct without its extension).
     assert "build stage" not in (results["gated_broken_cpp"]["error"] or "")
     assert (out / "logs" / "fx_relu__gated_broken_cpp.judge.log").exists()
+    lazy = results["lazy_cpp"]  # built in its first forward call, by its judge: counted in compile_s all the same
+    assert lazy["status"] == "correct" and lazy["phases_s"]["correctness.candidate"] >= lazy["compile_s"] > 2
 
 
 def test_pool_size_follows_cores_and_memory(monkeypatch):

@@ -114,7 +114,10 @@ class PairJudge:
             with self.phase("workers"):
                 self.result.compile_s = self.workers.construct_both()
             with self.phase("correctness"):
-                self.trials.run()
+                try:
+                    self.trials.run()
+                finally:  # a build in the candidate's forward counts too
+                    self.result.compile_s = self.workers.candidate_build_s
             into_result(self.result, self.trials.report)  # the timing phase reads its flags
             self.reference.start_timing()
             timed = PairTiming(self.context, self.trials)

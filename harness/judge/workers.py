@@ -3,6 +3,7 @@ called on shared inputs, memory handed back; a Failed reply turned into the pair
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 from typing import Optional
 
@@ -28,6 +29,7 @@ class PairWorkers:
         self.ref_schedule: Optional[procs.Schedule] = None
         self.on_reference_side = False  # inside reference_side(): a worker's failure there is the reference's
         self.reference_worker_called = False  # has the reference's timing worker made its first call (trial 1)?
+        self.candidate_build_s = 0.0  # the candidate's worker's seconds in extension builds (forward's too)
 
     def restart_state(self) -> None:
         """A stateful problem's second attempt starts where the first did: both models as constructed."""
@@ -65,7 +67,8 @@ class PairWorkers:
             self.construct(self.ref_sandbox)
         reply = self.construct(self.sandbox)
         release_cached_memory(self.device, outboxes=self.outboxes())  # the weights' copy's pool, kept else in trial 1
-        return round(float(reply["build_s"]), 3)
+        self.candidate_build_s = build_seconds(reply)
+        return self.candidate_build_s
 
     def construct(self, sandbox: Sandbox) -> dict:
         """Build one worker's model (the reference's with a copy of our weights, the candidate's with its own)."""
@@ -119,6 +122,7 @@ class PairWorkers:
             self.expect_ok(self.sandbox.request("restore_state", self.cfg.limits.timeout))
         reply = self.expect_ok(self.sandbox.request("run", self.cfg.limits.timeout, inputs=shared, poison_sizes=sizes,
                                                     seed=seed, keep_state=bool(self.reference.stateful)))
+        self.candidate_build_s = max(self.candidate_build_s, build_seconds(reply))
         problem = check.structure_problem(ref_out, reply)
         if problem:
             raise Verdict(Status.INCORRECT, problem)
@@ -183,3 +187,11 @@ class PairWorkers:
 def poison_sizes(ref_out) -> list:
     """The byte sizes of the reference's outputs: what a worker poisons free blocks of before a correctness call."""
     return [t.numel() * t.element_size() for t in check.items(ref_out)]
+
+
+def build_seconds(reply: dict) -> float:
+    """A worker's seconds in extension builds, as it says (a finite number of seconds, else 0)."""
+    value = reply.get("build_s")
+    if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        return 0.0
+    return round(float(value), 3)
