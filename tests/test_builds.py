@@ -36,7 +36,7 @@ def test_build_stage_builds_ahead_and_fails_early(tmp_path):
     # The stage built it (a C++ build takes seconds, counted in compile_s); the evaluation found it built.
     assert phases["build_stage"] >= built["compile_s"] > 2
     assert phases["build"] + phases["workers"] < built["compile_s"]
-    gated = results["gated_cpp"]  # builds only `if torch.cuda.is_available()`: the stage's worker says it is
+    gated = results["gated_cpp"]  # builds only `if torch.cuda.is_available()`: a second worker of the stage says so
     assert gated["status"] == "correct" and gated["phases_s"]["build_stage"] >= gated["compile_s"] > 2
     # Its build failed on that pretence: the judge decides (no GPU there: correct without its extension).
     assert "build stage" not in (results["gated_broken_cpp"]["error"] or "")

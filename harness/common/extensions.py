@@ -6,8 +6,8 @@ import re
 from typing import Optional
 
 BUILD_FAILURE = re.compile(r"Error building extension '[^']*'")
-BUILD_STAGE = "HARNESS_BUILD_STAGE"  # in the environment of the build stage's CPU-only workers (runner/builds)
-GPU_PRETENDED = "harness: the build stage's worker told the candidate that a GPU is there"  # in its log, once
+BUILD_STAGE = "HARNESS_BUILD_STAGE"  # "watch" or "pretend" in the build stage's CPU-only workers (runner/builds)
+CUDA_ASKED = "harness: the candidate asked torch.cuda.is_available()"  # in a build-stage worker's log, once
 
 
 def candidate_build_env(build_dir: str) -> dict:

@@ -16,7 +16,7 @@ from typing import Optional
 from harness.common.config import Config
 from harness.common.devices import is_gpu
 from harness.common.discover import sha256_text
-from harness.common.extensions import BUILD_STAGE, GPU_PRETENDED, build_failure, candidate_build_env
+from harness.common.extensions import BUILD_STAGE, CUDA_ASKED, build_failure, candidate_build_env
 from harness.common.records import Result, failure, one_line
 from harness.common.verdict import Status
 from harness.common.places import ROOT
@@ -93,12 +93,24 @@ def source_folder(root: Path, source: str) -> Path:
 
 
 def build(job: BuildJob) -> dict:
-    """Import (and perhaps construct) the candidate in a CPU-only worker: {"build_s"}, or {"status", "error"}, or {}."""
+    """Import (and perhaps construct) the candidate in a CPU-only worker: {"build_s"}, or {"status", "error"}, or {}.
+    One that built nothing there and asked torch.cuda.is_available() is tried once more in a worker that answers True
+    (generations often build only when a GPU is there): what it builds then is built ahead; its failures are the
+    judge's to find, since they may come of the pretence."""
+    outcome, asked = attempt(job, pretend_gpu=False)
+    if outcome.get("status") or outcome.get("build_s") or not asked:
+        return outcome
+    again, _ = attempt(job, pretend_gpu=True)
+    return again if again.get("build_s") else {}
+
+
+def attempt(job: BuildJob, pretend_gpu: bool) -> tuple[dict, bool]:
+    """build's outcome in one worker, and whether the candidate asked torch.cuda.is_available()."""
     from harness.common import channel
     from harness.judge.sandbox import Sandbox, WorkerFailure
 
     cfg = Config.from_dict(job.config)
-    env = {**candidate_build_env(job.build_dir), BUILD_STAGE: "1"}  # see worker.as_if_a_gpu_were_there
+    env = {**candidate_build_env(job.build_dir), BUILD_STAGE: "pretend" if pretend_gpu else "watch"}
     if job.arch and "TORCH_CUDA_ARCH_LIST" not in os.environ:
         env["TORCH_CUDA_ARCH_LIST"] = job.arch  # as the judge will ask, so it reuses this build
     sandbox = Sandbox({"CUDA_VISIBLE_DEVICES": ""}, cfg.limits.output_limit_bytes, cfg.limits.kill_grace_s)
@@ -114,16 +126,16 @@ def build(job: BuildJob) -> dict:
             reply = sandbox.request("construct", cfg.limits.timeout + cfg.limits.compile_timeout, init_args=init_args,
                                     init_seed=cfg.correctness.init_seed, state_dict={})
     except WorkerFailure as exc:
-        return {"status": Status.TIMEOUT.value, "error": str(exc)} if exc.status == Status.TIMEOUT else {}
+        asked = CUDA_ASKED in sandbox.log.text()
+        return ({"status": Status.TIMEOUT.value, "error": str(exc)} if exc.status == Status.TIMEOUT else {}), asked
     finally:
         sandbox.close()
-    if isinstance(reply, channel.Ok):
-        return {"build_s": reply.payload.get("build_s", 0.0) if isinstance(reply.payload, dict) else 0.0}
     log = sandbox.log.text()
+    asked = CUDA_ASKED in log
+    if isinstance(reply, channel.Ok):
+        return {"build_s": reply.payload.get("build_s", 0.0) if isinstance(reply.payload, dict) else 0.0}, asked
     summary = build_failure(reply.message, log)
-    if not summary or GPU_PRETENDED in log:  # a build that failed on the pretence of a GPU is the judge's to try
-        return {}
-    return {"status": Status.COMPILE_ERROR.value, "error": one_line(summary)}
+    return ({"status": Status.COMPILE_ERROR.value, "error": one_line(summary)} if summary else {}), asked
 
 
 def problem_init_args(job: BuildJob) -> Optional[list]:

@@ -13,7 +13,7 @@ from typing import Any, Callable, Optional
 from harness.worker import timing
 from harness.common import channel, check, handover, methods, semantics
 from harness.common.devices import torch_device
-from harness.common.extensions import BUILD_STAGE, GPU_PRETENDED
+from harness.common.extensions import BUILD_STAGE, CUDA_ASKED
 from harness.common.inputs import MovingCopies
 from harness.common.load import load_module
 
@@ -68,17 +68,18 @@ def instrument_builds() -> None:
         setattr(ext, name, timed(getattr(ext, name)))
 
 
-def as_if_a_gpu_were_there() -> None:
-    """In a build-stage worker (no GPU visible): torch.cuda.is_available() says True, so a candidate that builds its
-    extension only `if torch.cuda.is_available()` builds it here, not in the GPU's time; real CUDA calls still fail.
-    Its log says so, and runner/builds then leaves a failed build to the judge (it may have followed the pretence)."""
+def watch_cuda_is_available(pretend: bool) -> None:
+    """In a build-stage worker (no GPU visible): its log says when torch.cuda.is_available() is first asked; with
+    `pretend` the answer is True, so a candidate that builds only when a GPU is there builds here, not in the GPU's time
+    (real CUDA calls still fail). runner/builds decides what the answers mean."""
+    answer = torch.cuda.is_available
     told: list[bool] = []
 
     def is_available() -> bool:
         if not told:
             told.append(True)
-            print(GPU_PRETENDED, flush=True)
-        return True
+            print(CUDA_ASKED, flush=True)
+        return True if pretend else answer()
 
     torch.cuda.is_available = is_available
 
@@ -525,8 +526,9 @@ def main() -> None:
         greeting = conn.recv()
     device, cold, env = greeting
     os.environ.update({str(k): str(v) for k, v in env.items()})  # read by torch at build time
-    if os.environ.pop(BUILD_STAGE, None) == "1" and device == "cpu":
-        as_if_a_gpu_were_there()
+    stage = os.environ.pop(BUILD_STAGE, None)
+    if stage and device == "cpu":
+        watch_cuda_is_available(pretend=stage == "pretend")
     serve(conn, Worker(device, cold))
     conn.close()
     os._exit(0)  # skip atexit handlers a candidate may have registered
