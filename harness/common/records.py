@@ -74,7 +74,8 @@ class Result:
                                       shown_in=CSV)
     ref_sol_pct: Optional[float] = column("the same for the reference, percent", None, shown_in=CSV)
     compile_s: Optional[float] = column("seconds spent in extension builds, in the build stage or the evaluation "
-                                        "(near 0 on a build-cache hit)", None, shown_in=CSV)
+                                        "(at import, in `ModelNew(...)` or in a successful forward call; near 0 on a "
+                                        "build-cache hit)", None, shown_in=CSV)
     wall_s: Optional[float] = column("wall time of the pair's evaluation (the build stage, run ahead, is in "
                                      "phases_s.build_stage)", None, shown_in=CSV)
     device: Optional[str] = column("device the pair ran on (cuda:N or cpu)", None, shown_in=CSV)
