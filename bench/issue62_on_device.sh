@@ -8,7 +8,7 @@
 #            in results/aa-NAME (ignored, so a warm machine keeps it between calls; it also comes back in $OUT)
 #   service  bench/service_throughput.py, rl then default preset, each on a batch of level-1 A/A pairs and public
 #            generations by turns (.corpus/realgen, made by bench/realgen_corpus.py; PAIRS_RL=64, PAIRS_DEFAULT=40),
-#            judged whole; SECONDS split between them in that ratio as a cap
+#            judged whole; SECONDS split between them in that ratio as a cap; DEVICES=0,1: the service on two GPUs
 # Logs and records come back in $OUT as NAME-PART*.
 name=${1:?NAME}; part=${2:?PART}; seconds=${3:-560}
 kb=${KB:-.corpus/kb-head/KernelBench}
@@ -52,6 +52,7 @@ service)
         [ $preset = rl ] || budget=$(( $(left) - 40 ))
         timeout -s INT $(( budget + 60 )) python3 bench/service_throughput.py "$kb" --generations .corpus/realgen \
             --preset $preset --pairs "$pairs" --budget-s $budget --single .corpus/kb-v0/KernelBench/level1/19_ReLU.py \
+            ${DEVICES:+--devices "$DEVICES"} \
             --out "$OUT/$name-service.jsonl" --records "$OUT/$name-service-records.jsonl" \
             > "$OUT/$name-service-$preset.log" 2>&1
         tail -2 "$OUT/$name-service-$preset.log"
