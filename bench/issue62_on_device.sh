@@ -8,7 +8,8 @@
 #            in results/aa-NAME (ignored, so a warm machine keeps it between calls; it also comes back in $OUT)
 #   service  bench/service_throughput.py, rl then default preset, each on a batch of level-1 A/A pairs and public
 #            generations by turns (.corpus/realgen, made by bench/realgen_corpus.py; PAIRS_RL=64, PAIRS_DEFAULT=40),
-#            judged whole; SECONDS split between them in that ratio as a cap; DEVICES=0,1: the service on two GPUs
+#            judged whole; SECONDS split between them in that ratio as a cap; DEVICES=0,1: the service on two GPUs;
+#            MIX=0: A/A pairs only (the mix is bound by its builds, so one GPU against two is measured on A/A pairs)
 # Logs and records come back in $OUT as NAME-PART*.
 name=${1:?NAME}; part=${2:?PART}; seconds=${3:-560}
 kb=${KB:-.corpus/kb-head/KernelBench}
@@ -45,12 +46,14 @@ aa) aa $(( $(left) - 10 )) ;;
 service)
     python3 -m pip install -q --no-index --find-links .whl/serve --no-compile --no-cache-dir --target /tmp/site \
         fastapi uvicorn && export PYTHONPATH=/tmp/site || exit 1
-    [ -f .corpus/realgen/pairs.csv ] || { echo "no .corpus/realgen: run bench/realgen_corpus.py first"; exit 2; }
+    [ "${MIX:-1}" = 0 ] || [ -f .corpus/realgen/pairs.csv ] || {
+        echo "no .corpus/realgen: run bench/realgen_corpus.py first"; exit 2; }
     for preset in rl default; do  # each: the service's start, its warm-up and single pair, then a batch judged whole
         pairs=${PAIRS_RL:-64}; [ $preset = rl ] || pairs=${PAIRS_DEFAULT:-40}
         budget=$(( ($(left) - 60) * pairs / (pairs + ${PAIRS_DEFAULT:-40}) ))  # a cap: the batch should end first
         [ $preset = rl ] || budget=$(( $(left) - 40 ))
-        timeout -s INT $(( budget + 60 )) python3 bench/service_throughput.py "$kb" --generations .corpus/realgen \
+        mix=(--generations .corpus/realgen); [ "${MIX:-1}" = 0 ] && mix=()  # MIX=0: A/A pairs only (device-bound)
+        timeout -s INT $(( budget + 60 )) python3 bench/service_throughput.py "$kb" "${mix[@]}" \
             --preset $preset --pairs "$pairs" --budget-s $budget --single .corpus/kb-v0/KernelBench/level1/19_ReLU.py \
             ${DEVICES:+--devices "$DEVICES"} \
             --out "$OUT/$name-service.jsonl" --records "$OUT/$name-service-records.jsonl" \
