@@ -16,8 +16,7 @@ def test_build_stage_builds_ahead_and_fails_early(tmp_path):
     out = tmp_path / "run"
     args = [sys.executable, "run.py", "--problem", str(FIXTURES / "problems" / "fx_relu.py"), "--device", "cpu",
             "--config", str(config), "--out", str(out),
-            *(arg for name in ("broken_cpp", "broken_in_init_cpp", "relu_cpp", "gated_cpp", "gated_broken_cpp",
-                                               "lazy_cpp")
+            *(arg for name in ("broken_cpp", "broken_in_init_cpp", "relu_cpp", "gated_cpp", "gated_broken_cpp", "lazy_cpp")
               for arg in ("--solution", str(FIXTURES / "builds" / f"{name}.py")))]
     proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-2000:]
