@@ -9,6 +9,9 @@ from harness.common import discover
 from harness.common.config import build_config
 
 
+BUILD_FIXTURES = ("broken_cpp", "broken_in_init_cpp", "relu_cpp", "gated_cpp", "gated_broken_cpp", "lazy_cpp")
+
+
 def test_build_stage_builds_ahead_and_fails_early(tmp_path):
     config = tmp_path / "prebuild.yaml"
     config.write_text(FAST_CONFIG.read_text() + "prebuild: on\nbuild_workers: 5\ncompile_timeout: 300\ntimeout: 30\n"
@@ -16,8 +19,7 @@ def test_build_stage_builds_ahead_and_fails_early(tmp_path):
     out = tmp_path / "run"
     args = [sys.executable, "run.py", "--problem", str(FIXTURES / "problems" / "fx_relu.py"), "--device", "cpu",
             "--config", str(config), "--out", str(out),
-            *(arg for name in ("broken_cpp", "broken_in_init_cpp", "relu_cpp", "gated_cpp", "gated_broken_cpp", "lazy_cpp")
-              for arg in ("--solution", str(FIXTURES / "builds" / f"{name}.py")))]
+            *(arg for name in BUILD_FIXTURES for arg in ("--solution", str(FIXTURES / "builds" / f"{name}.py")))]
     proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-2000:]
     results = {r["solution"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
