@@ -28,7 +28,7 @@ JOB = pair_job(config=config())
 
 
 def test_a_stage_past_its_deadline_stops_the_judge_and_names_the_stage(tmp_path):
-    cfg = config(timeout=0.5)  # correctness: (trials + 2) x 4 x timeout = 10 s with the fast config
+    cfg = config(timeout=0.5, compile_timeout=1)  # correctness: (trials + 2) x 4 x timeout + 1 = 11 s (fast config)
     judge = fake_judge(tmp_path, 'print(json.dumps({"stage": "correctness"}), flush=True); time.sleep(600)')
     seen = []
     started = time.monotonic()

@@ -309,3 +309,25 @@ def test_a_graphs_inputs_move_with_their_contents_for_a_confirmation_blocks_capt
 def test_the_flush_offset_follows_the_secret_pad_in_page_steps_under_4_mib():
     offsets = [worker.flush_offset(mb << 20) for mb in range(1024)]
     assert len(set(offsets)) == 1024 and all(o % 4096 == 0 and 0 <= o < 4 << 20 for o in offsets)
+
+
+def test_an_extension_build_is_timed_and_marked_while_it_runs(tmp_path, monkeypatch):
+    """The marker tells the judge that a call is building (Sandbox.receive waits longer); it goes when the build ends."""
+    import torch.utils.cpp_extension as ext
+
+    marker = tmp_path / "building"
+    seen = []
+
+    def build(name, **kwargs):
+        seen.append(marker.exists())
+        raise RuntimeError(f"Error building extension '{name}'")
+
+    monkeypatch.setattr(ext, "load_inline", build)
+    monkeypatch.setattr(ext, "load", build)
+    monkeypatch.setitem(worker.BUILDS, "seconds", 0.0)
+    monkeypatch.setitem(worker.BUILDS, "error", None)
+    worker.instrument_builds(str(marker))
+    with pytest.raises(RuntimeError):
+        ext.load_inline("fx_ext", cpp_sources="")
+    assert seen == [True] and not marker.exists()
+    assert "Error building extension 'fx_ext'" in worker.BUILDS["error"] and worker.BUILDS["seconds"] >= 0

@@ -8,6 +8,7 @@ from typing import Optional
 BUILD_FAILURE = re.compile(r"Error building extension '[^']*'")
 BUILD_STAGE = "HARNESS_BUILD_STAGE"  # "watch" or "pretend" in the build stage's CPU-only workers (runner/builds)
 CUDA_ASKED = "harness: the candidate asked torch.cuda.is_available()"  # in a build-stage worker's log, once
+BUILDING = "extension-build.running"  # in a worker's folder while torch builds an extension for it (Sandbox.receive)
 
 
 def candidate_build_env(build_dir: str) -> dict:

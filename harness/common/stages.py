@@ -16,7 +16,8 @@ def stage_deadlines(cfg: Config) -> dict:
         "reference": start + 2 * request,  # CUDA started, the Model built
         "build": start + cfg.limits.compile_timeout + 2 * request,  # its extensions built
         "workers": start + cfg.limits.compile_timeout + 2 * request,  # a build in __init__ too
-        "correctness": (trials + 2) * 4 * request,  # truth, reference, candidate, release
+        # truth, reference, candidate, release per trial; an extension built in the candidate's first call
+        "correctness": (trials + 2) * 4 * request + cfg.limits.compile_timeout,
         "timing_setup": 8 * request,  # inputs, warm-up, method, trace
         "timing": timing.max_timing_s + timing.gate_timing_s + CONFIRM_PAUSE_S + (2 * CONFIRM_ROUNDS + 4) * request
                   + (cfg.limits.compile_timeout if timing.compile_baseline else 0),

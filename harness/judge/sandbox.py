@@ -19,6 +19,7 @@ from typing import Callable, Optional
 
 from harness.common import channel, confine, handover, procs
 from harness.common.devices import torch_device
+from harness.common.extensions import BUILDING
 from harness.common.procs import make_undumpable
 from harness.common.verdict import Status
 
@@ -146,10 +147,10 @@ class Sandbox:
             raise WorkerFailure(Status.CRASH, f"worker did not start ({how}): {self.log_tail()}")
         return result["conn"]
 
-    def request(self, op: str, timeout: float, **args) -> channel.Reply:
+    def request(self, op: str, timeout: float, build_grace: float = 0.0, **args) -> channel.Reply:
         """Send one request and wait for its reply (WorkerFailure)."""
         self.send(op, **args)
-        return self.receive(op, timeout)
+        return self.receive(op, timeout, build_grace)
 
     def send(self, op: str, **args) -> None:
         """Send a request without waiting; `receive` gets its reply."""
@@ -168,17 +169,26 @@ class Sandbox:
         except (OSError, EOFError):
             raise self._death() from None
 
-    def receive(self, op: str, timeout: float) -> channel.Reply:
-        """The reply to the request `op` sent last."""
+    def receive(self, op: str, timeout: float, build_grace: float = 0.0) -> channel.Reply:
+        """The reply to the request `op` sent last; up to `build_grace` more seconds while the worker builds an
+        extension (a candidate that builds in its first forward call)."""
         self.awaiting = None
         deadline = time.monotonic() + timeout
+        building = os.path.join(self.tmp.name, BUILDING)
+        grace, last = build_grace, time.monotonic()
         conn = self.connected()
         while not conn.poll(0.05):
             if self.proc.poll() is not None and not conn.poll(0.2):
                 raise self._death()
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            if grace > 0 and os.path.exists(building):  # the time a build takes moves the deadline
+                step = min(now - last, grace)
+                deadline, grace = deadline + step, grace - step
+            last = now
+            if now > deadline:
                 self.stop()
-                raise WorkerFailure(Status.TIMEOUT, f"no reply to '{op}' within {timeout:g} s; worker stopped")
+                extra = f" (and {build_grace - grace:.0f} s of an extension build)" if grace < build_grace else ""
+                raise WorkerFailure(Status.TIMEOUT, f"no reply to '{op}' within {timeout:g} s{extra}; worker stopped")
         reply = self._read_reply(op)
         self.last_request_ms = (time.perf_counter_ns() - self.sent_ns) / 1e6
         self.pause()

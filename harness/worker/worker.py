@@ -13,7 +13,7 @@ from typing import Any, Callable, Optional
 from harness.worker import timing
 from harness.common import channel, check, handover, methods, semantics
 from harness.common.devices import torch_device
-from harness.common.extensions import BUILD_STAGE, CUDA_ASKED
+from harness.common.extensions import BUILD_STAGE, BUILDING, CUDA_ASKED
 from harness.common.inputs import MovingCopies
 from harness.common.load import load_module
 
@@ -45,8 +45,9 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}{where}: {exc}"
 
 
-def instrument_builds() -> None:
-    """Time torch's extension builds and record failures; done before the candidate's import."""
+def instrument_builds(marker: str) -> None:
+    """Time torch's extension builds and record failures, and have `marker` exist while one runs (its judge may wait
+    longer for a call that builds); done before the candidate's import."""
     import functools
 
     import torch.utils.cpp_extension as ext
@@ -55,6 +56,7 @@ def instrument_builds() -> None:
         @functools.wraps(builder)
         def wrapper(*args, **kwargs):
             start = timing.now_ns()
+            open(marker, "w").close()
             try:
                 return builder(*args, **kwargs)
             except BaseException as exc:
@@ -62,6 +64,8 @@ def instrument_builds() -> None:
                 raise
             finally:
                 BUILDS["seconds"] += (timing.now_ns() - start) / 1e9
+                with contextlib.suppress(OSError):
+                    os.unlink(marker)
         return wrapper
 
     for name in ("load_inline", "load"):
@@ -514,8 +518,9 @@ def warm_up(device: str) -> None:
 def main() -> None:
     """A worker's life: forked by its judge (sandbox.become_worker) or run as a module."""
     die_with_parent()
-    instrument_builds()
-    conn = channel.connect(os.environ["HARNESS_SOCKET"], bytes.fromhex(os.environ.pop("HARNESS_AUTHKEY")))
+    socket = os.environ["HARNESS_SOCKET"]
+    instrument_builds(os.path.join(os.path.dirname(socket), BUILDING))  # the folder its Sandbox made
+    conn = channel.connect(socket, bytes.fromhex(os.environ.pop("HARNESS_AUTHKEY")))
     greeting = conn.recv()
     if greeting[0] == "warm_up":  # started ahead: the judge says when
         try:
