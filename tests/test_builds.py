@@ -9,7 +9,8 @@ from harness.common import discover
 from harness.common.config import build_config
 
 
-BUILD_FIXTURES = ("broken_cpp", "broken_in_init_cpp", "relu_cpp", "gated_cpp", "gated_broken_cpp", "lazy_cpp")
+BUILD_FIXTURES = ("broken_cpp", "broken_in_init_cpp", "relu_cpp", "gated_cpp", "gated_broken_cpp", "lazy_cpp",
+                  "caught_broken_cpp")
 
 
 def test_build_stage_builds_ahead_and_fails_early(tmp_path):
@@ -44,6 +45,11 @@ def test_build_stage_builds_ahead_and_fails_early(tmp_path):
     assert (out / "logs" / "fx_relu__gated_broken_cpp.judge.log").exists()
     lazy = results["lazy_cpp"]  # built in its first forward call, by its judge: counted in compile_s all the same
     assert lazy["status"] == "correct" and lazy["phases_s"]["correctness.candidate"] >= lazy["compile_s"] > 2
+    caught = results["caught_broken_cpp"]  # its build failed in the stage, and the candidate caught that
+    assert caught["status"] == "correct" and caught["compile_s"] > 2
+    # The judge's worker was told of the failure, not compiling it again (that would take as long as the stage's).
+    assert caught["phases_s"]["build"] < caught["compile_s"] / 4
+    assert "not compiled again" in (out / "logs" / "fx_relu__caught_broken_cpp.worker.log").read_text()
 
 
 def test_pool_size_follows_cores_and_memory(monkeypatch):

@@ -7,6 +7,8 @@ def test_first_compiler_error_names_file_and_line():
     assert first_compiler_error(log) == ": all.h:5:2: error: #error C++17 required"
     assert first_compiler_error("g++: error: unrecognized option") == ": g++: error: unrecognized option"
     assert first_compiler_error("all fine") == ""
+    nvcc = "FAILED: cuda.cuda.o\n/tmp/x/cuda.cu(25): error: identifier \"y\" is undefined\n1 error detected"
+    assert first_compiler_error(nvcc) == ': cuda.cu(25): error: identifier "y" is undefined'
 
 
 def test_a_failed_build_is_cut_to_its_gist_and_anything_else_is_none():

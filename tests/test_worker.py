@@ -331,3 +331,38 @@ def test_an_extension_build_is_timed_and_marked_while_it_runs(tmp_path, monkeypa
         ext.load_inline("fx_ext", cpp_sources="")
     assert seen == [True] and not marker.exists()
     assert "Error building extension 'fx_ext'" in worker.BUILDS["error"] and worker.BUILDS["seconds"] >= 0
+
+
+def test_a_load_inline_that_failed_to_compile_is_not_compiled_again(tmp_path, monkeypatch):
+    """The second worker of a candidate that caught its build's failure gets the failure, not a second compile."""
+    import torch.utils.cpp_extension as ext
+
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
+    calls = []
+
+    def build(name, cpp_sources, **kwargs):
+        calls.append(name)
+        raise RuntimeError(f"Error building extension '{name}': [1/2] c++ ...\nmain.cpp:3:40: error: no member")
+
+    monkeypatch.setattr(ext, "load_inline", build)
+    monkeypatch.setitem(worker.BUILDS, "error", None)
+    worker.instrument_builds(str(tmp_path / "building"))
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="main.cpp:3:40: error: no member") as raised:
+            ext.load_inline("fx_ext", cpp_sources="int x;")
+    assert calls == ["fx_ext"] and worker.KNOWN_FAILURE in str(raised.value)
+    with pytest.raises(RuntimeError):
+        ext.load_inline("fx_ext", cpp_sources="int y;")  # other sources: another build
+    assert calls == ["fx_ext", "fx_ext"]
+
+
+@pytest.mark.parametrize("message, kept", [
+    ("Error building extension 'e': k.cu(9): error: identifier \"y\" is undefined", True),  # nvcc's form
+    ("Error building extension 'e': c++: fatal error: Killed signal terminated program cc1plus", False),  # the machine
+    ("Error building extension 'e'", False),  # verbose=True: the compiler's words went to the log, not the message
+    ("Ninja is required to load C++ extensions", False),
+])
+def test_only_a_failure_the_compiler_blames_on_the_source_is_kept(tmp_path, message, kept):
+    record = str(tmp_path / "failed" / "call")
+    worker.keep_failed_build(record, RuntimeError(message))
+    assert (worker.read_failed_build(record) == message) is kept

@@ -9,6 +9,9 @@ BUILD_FAILURE = re.compile(r"Error building extension '[^']*'")
 BUILD_STAGE = "HARNESS_BUILD_STAGE"  # "watch" or "pretend" in the build stage's CPU-only workers (runner/builds)
 CUDA_ASKED = "harness: the candidate asked torch.cuda.is_available()"  # in a build-stage worker's log, once
 BUILDING = "extension-build.running"  # in a worker's folder while torch builds an extension for it (Sandbox.receive)
+FAILED_BUILDS = ".harness-failed-builds"  # in a candidate's build folder: its load_inline calls that failed to compile
+# A compiler's error at a line of a file (gcc's file:line:col:, nvcc's file(line):): the source's fault.
+SOURCE_ERROR = re.compile(r"[^\s/(]+(?::\d+(?::\d+)?:|\(\d+\):)\s*(?:fatal )?error[: ]")
 
 
 def candidate_build_env(build_dir: str) -> dict:
@@ -18,8 +21,7 @@ def candidate_build_env(build_dir: str) -> dict:
 
 def first_compiler_error(log: str) -> str:
     """': file:line: error: ...' for the first compiler error in a build log, or ''."""
-    match = (re.search(r"([^\s/]+:\d+(?::\d+)?:\s*(?:fatal )?error[: ].*)", log)
-             or re.search(r"((?:\S+: )?error: .*)", log))
+    match = (re.search(f"({SOURCE_ERROR.pattern}.*)", log) or re.search(r"((?:\S+: )?error: .*)", log))
     return f": {match.group(1).strip()}" if match else ""
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import fcntl
+import hashlib
 import os
 import signal
 import traceback
@@ -13,7 +14,7 @@ from typing import Any, Callable, Optional
 from harness.worker import timing
 from harness.common import channel, check, handover, methods, semantics
 from harness.common.devices import torch_device
-from harness.common.extensions import BUILD_STAGE, BUILDING, CUDA_ASKED
+from harness.common.extensions import BUILD_FAILURE, BUILD_STAGE, BUILDING, CUDA_ASKED, FAILED_BUILDS, SOURCE_ERROR
 from harness.common.inputs import MovingCopies
 from harness.common.load import load_module
 
@@ -52,16 +53,23 @@ def instrument_builds(marker: str) -> None:
 
     import torch.utils.cpp_extension as ext
 
-    def timed(builder):
+    def timed(builder, inline: bool):
         @functools.wraps(builder)
         def wrapper(*args, **kwargs):
             start = timing.now_ns()
             with contextlib.suppress(OSError):  # a mark never fails a build
                 open(marker, "w").close()
+            record = failed_build_record(args, kwargs) if inline else None  # load(): sources in files
             try:
+                known = read_failed_build(record)
+                if known:  # a candidate that catches its build's failure would compile it again in each worker
+                    name = kwargs.get("name", args[0] if args else "")
+                    print(f"harness: load_inline {name!r} {KNOWN_FAILURE}", flush=True)
+                    raise RuntimeError(f"{known} [harness: {KNOWN_FAILURE}]")
                 return builder(*args, **kwargs)
             except BaseException as exc:
                 BUILDS["error"] = describe(exc)
+                keep_failed_build(record, exc)
                 raise
             finally:
                 BUILDS["seconds"] += (timing.now_ns() - start) / 1e9
@@ -70,7 +78,41 @@ def instrument_builds(marker: str) -> None:
         return wrapper
 
     for name in ("load_inline", "load"):
-        setattr(ext, name, timed(getattr(ext, name)))
+        setattr(ext, name, timed(getattr(ext, name), name == "load_inline"))
+
+
+KNOWN_FAILURE = "not compiled again: the same call failed to compile in an earlier worker of this candidate"
+
+
+def failed_build_record(args: tuple, kwargs: dict) -> Optional[str]:
+    """The file that keeps this load_inline call's compile error for the candidate's later workers (None: no folder)."""
+    root = os.environ.get("TORCH_EXTENSIONS_DIR")
+    if not root:
+        return None
+    call = repr((args, sorted(kwargs.items()))).encode()  # the sources are arguments: the same call, the same build
+    return os.path.join(root, FAILED_BUILDS, hashlib.sha256(call).hexdigest()[:32])
+
+
+def read_failed_build(record: Optional[str]) -> Optional[str]:
+    """The compile error kept for this call, if any."""
+    if record is None or not os.path.isfile(record):
+        return None
+    with contextlib.suppress(OSError), open(record) as kept:
+        return kept.read()
+    return None
+
+
+def keep_failed_build(record: Optional[str], exc: BaseException) -> None:
+    """Keep a build's failure for later workers when the compiler blamed the source (not a killed or missing tool)."""
+    message = str(exc)
+    if (record is None or not isinstance(exc, RuntimeError) or KNOWN_FAILURE in message
+            or not BUILD_FAILURE.search(message) or not SOURCE_ERROR.search(message)):
+        return
+    with contextlib.suppress(OSError):
+        os.makedirs(os.path.dirname(record), exist_ok=True)
+        with open(record + ".tmp", "w") as out:
+            out.write(message[:100_000])
+        os.replace(record + ".tmp", record)
 
 
 def watch_cuda_is_available(pretend: bool) -> None:
