@@ -10,7 +10,7 @@ from harness.common.config import build_config
 
 
 BUILD_FIXTURES = ("broken_cpp", "broken_in_init_cpp", "relu_cpp", "gated_cpp", "gated_broken_cpp", "lazy_cpp",
-                  "caught_broken_cpp")
+                  "lazy_real_cpp", "caught_broken_cpp")
 
 
 def test_build_stage_builds_ahead_and_fails_early(tmp_path):
@@ -43,8 +43,11 @@ def test_build_stage_builds_ahead_and_fails_early(tmp_path):
     # Its build failed on that pretence: the judge decides (no GPU there: correct without its extension).
     assert "build stage" not in (results["gated_broken_cpp"]["error"] or "")
     assert (out / "logs" / "fx_relu__gated_broken_cpp.judge.log").exists()
-    lazy = results["lazy_cpp"]  # built in its first forward call, by its judge: counted in compile_s all the same
-    assert lazy["status"] == "correct" and lazy["phases_s"]["correctness.candidate"] >= lazy["compile_s"] > 2
+    lazy = results["lazy_cpp"]  # builds in its first forward call: the stage's call on meta tensors built it
+    assert lazy["status"] == "correct" and lazy["phases_s"]["build_stage"] >= lazy["compile_s"] > 2
+    assert lazy["phases_s"]["correctness.candidate"] < lazy["compile_s"] / 4
+    real = results["lazy_real_cpp"]  # builds only on real tensors: by its judge, counted in compile_s all the same
+    assert real["status"] == "correct" and real["phases_s"]["correctness.candidate"] >= real["compile_s"] > 2
     caught = results["caught_broken_cpp"]  # its build failed in the stage, and the candidate caught that
     assert caught["status"] == "correct" and caught["compile_s"] > 2
     # The judge's worker was told of the failure, not compiling it again (that would take as long as the stage's).
@@ -85,3 +88,15 @@ def test_a_killed_build_does_not_block_the_next(tmp_path, monkeypatch):
     assert not (tmp_path / "some_ext" / "lock").exists()
     worker.release_build_dir(holder)
     assert holder.build_lock is None
+
+
+def test_a_candidate_that_hangs_on_meta_tensors_is_left_to_its_judge(tmp_path):
+    """The stage's call on meta tensors is for builds only: its hang or failure decides nothing (the judge will)."""
+    source = "import torch.nn as nn  # load_inline: never called\n\n\nclass ModelNew(nn.Module):\n" \
+             "    def forward(self, x):\n        while True:\n            pass\n"
+    path = tmp_path / "hangs.py"
+    path.write_text(source)
+    cfg = build_config(str(FAST_CONFIG), {"device": "cpu"}).replace(timeout=1.0)
+    job = builds.BuildJob(str(path), source, {}, str(tmp_path / "builds"), None, cfg.to_dict(),
+                          str(FIXTURES / "problems" / "fx_relu.py"))
+    assert builds.build(job) == {"build_s": 0.0}

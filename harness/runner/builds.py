@@ -93,7 +93,8 @@ def source_folder(root: Path, source: str) -> Path:
 
 
 def build(job: BuildJob) -> dict:
-    """Import (and perhaps construct) the candidate in a CPU-only worker: {"build_s"}, or {"status", "error"}, or {}.
+    """Import (and perhaps construct, and call on meta tensors) the candidate in a CPU-only worker: {"build_s"}, or
+    {"status", "error"}, or {}.
     One that built nothing there and asked torch.cuda.is_available() is tried once more in a worker that answers True
     (generations often build only when a GPU is there): what it builds then is built ahead; its failures are the
     judge's to find, since they may come of the pretence."""
@@ -102,6 +103,17 @@ def build(job: BuildJob) -> dict:
         return outcome
     again, _ = attempt(job, pretend_gpu=True)
     return again if again.get("build_s") else {}
+
+
+def forward_on_meta(sandbox, cfg: Config):
+    """The constructed candidate called once on meta tensors, for a build in its forward: the reply, or None if the
+    call hung or killed its worker (the meta device is not the GPU: the judge decides)."""
+    from harness.judge.sandbox import WorkerFailure
+
+    try:
+        return sandbox.request("forward_on_meta", cfg.limits.timeout, build_grace=cfg.limits.compile_timeout)
+    except WorkerFailure:
+        return None
 
 
 def attempt(job: BuildJob, pretend_gpu: bool) -> tuple[dict, bool]:
@@ -125,6 +137,8 @@ def attempt(job: BuildJob, pretend_gpu: bool) -> tuple[dict, bool]:
         if init_args is not None:  # nothing was built at import: ModelNew(...) may build in __init__
             reply = sandbox.request("construct", cfg.limits.timeout + cfg.limits.compile_timeout, init_args=init_args,
                                     init_seed=cfg.correctness.init_seed, state_dict={})
+            if isinstance(reply, channel.Ok) and isinstance(reply.payload, dict) and not reply.payload.get("build_s"):
+                reply = forward_on_meta(sandbox, cfg) or reply  # nor in __init__: in forward, perhaps
     except WorkerFailure as exc:
         asked = CUDA_ASKED in sandbox.log.text()
         return ({"status": Status.TIMEOUT.value, "error": str(exc)} if exc.status == Status.TIMEOUT else {}), asked

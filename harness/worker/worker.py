@@ -227,6 +227,15 @@ class Worker:
         self.model = model
         return channel.ok({"copied_tensors": copied, "build_s": BUILDS["seconds"]})
 
+    def op_forward_on_meta(self):
+        """The build stage's (no GPU): one forward on meta tensors shaped as get_inputs()'s, so that an extension built
+        in forward is built here; what the call does after that is not looked at."""
+        with contextlib.suppress(Exception), torch.device("meta"):  # tensors made without a device: meta too
+            inputs = list(self.module.get_inputs())
+            model = self.model.to("meta") if isinstance(self.model, torch.nn.Module) else self.model
+            semantics.call(model, inputs)
+        return channel.ok({"build_s": BUILDS["seconds"]})
+
     def op_adopt_weights(self, state_dict: dict):
         """The reference's matching weights copied in (a second attempt); counts changes."""
         if not isinstance(self.model, torch.nn.Module):
