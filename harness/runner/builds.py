@@ -106,14 +106,16 @@ def build(job: BuildJob) -> dict:
 
 
 def forward_on_meta(sandbox, cfg: Config):
-    """The constructed candidate called once on meta tensors, for a build in its forward: the reply, or None if the
-    call hung or killed its worker (the meta device is not the GPU: the judge decides)."""
+    """The constructed candidate called once on meta tensors, for a build in its forward: the Ok reply, or None if
+    the call failed, hung or killed its worker (the meta device is not the GPU: the judge decides)."""
+    from harness.common import channel
     from harness.judge.sandbox import WorkerFailure
 
     try:
-        return sandbox.request("forward_on_meta", cfg.limits.timeout, build_grace=cfg.limits.compile_timeout)
+        reply = sandbox.request("forward_on_meta", cfg.limits.timeout, build_grace=cfg.limits.compile_timeout)
     except WorkerFailure:
         return None
+    return reply if isinstance(reply, channel.Ok) else None
 
 
 def attempt(job: BuildJob, pretend_gpu: bool) -> tuple[dict, bool]:
