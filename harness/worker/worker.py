@@ -228,8 +228,7 @@ class Worker:
         return channel.ok({"copied_tensors": copied, "build_s": BUILDS["seconds"]})
 
     def op_forward_on_meta(self):
-        """The build stage's (no GPU): one forward on meta tensors shaped as get_inputs()'s, so that an extension built
-        in forward is built here; what the call does after that is not looked at."""
+        """In the build stage (no GPU): one call on meta tensors, for a build in forward; nothing else counts."""
         with contextlib.suppress(Exception), torch.device("meta"):  # tensors made without a device: meta too
             inputs = list(self.module.get_inputs())
             model = self.model.to("meta") if isinstance(self.model, torch.nn.Module) else self.model
