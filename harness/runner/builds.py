@@ -71,7 +71,7 @@ def prebuild(problem: str, problem_path: Path, solution: str, path: Path, source
     try:
         proc = subprocess.run([sys.executable, "-m", "harness.runner.builds"], cwd=ROOT,
                               input=json.dumps(dataclasses.asdict(job)), capture_output=True, text=True,
-                              timeout=cfg.limits.compile_timeout + 120)
+                              timeout=builder_timeout(cfg))
         verdict = json.loads(proc.stdout.strip().splitlines()[-1])
     except (subprocess.TimeoutExpired, ValueError, IndexError):
         return Prebuilt(wall_s=time.monotonic() - started)  # the evaluation will build (and judge) it
@@ -79,6 +79,12 @@ def prebuild(problem: str, problem_path: Path, solution: str, path: Path, source
     if verdict.get("status") in (Status.COMPILE_ERROR.value, Status.TIMEOUT.value):
         done.result = failure(problem, solution, Status(verdict["status"]), f"build stage: {verdict['error']}")
     return done
+
+
+def builder_timeout(cfg: Config) -> float:
+    """A builder's last deadline (each request has its own): two workers, each building once (at import, in __init__
+    or in forward) and waiting for the other two requests."""
+    return 2 * (cfg.limits.compile_timeout + 2 * cfg.limits.timeout) + 120
 
 
 def toolchain_root(cache_dir: Path, torch_version: str, cuda_version: Optional[str], gpu: str) -> Path:

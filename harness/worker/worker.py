@@ -6,6 +6,8 @@ import ctypes
 import fcntl
 import hashlib
 import os
+import re
+import shutil
 import signal
 import traceback
 import types
@@ -56,11 +58,12 @@ def instrument_builds(marker: str) -> None:
     def timed(builder, inline: bool):
         @functools.wraps(builder)
         def wrapper(*args, **kwargs):
-            start = timing.now_ns()
+            start, record, locked = timing.now_ns(), None, False
             with contextlib.suppress(OSError):  # a mark never fails a build
                 open(marker, "w").close()
-            record = failed_build_record(args, kwargs) if inline else None  # load(): sources in files
             try:
+                locked = lock_build_dir()  # a build in forward too holds the folder (import's lock is gone by then)
+                record = failed_build_record(args, kwargs) if inline else None  # load(): sources in files
                 known = read_failed_build(record)
                 if known:  # a candidate that catches its build's failure would compile it again in each worker
                     name = kwargs.get("name", args[0] if args else "")
@@ -73,6 +76,8 @@ def instrument_builds(marker: str) -> None:
                 raise
             finally:
                 BUILDS["seconds"] += (timing.now_ns() - start) / 1e9
+                if locked:
+                    release_build_dir()
                 with contextlib.suppress(OSError):
                     os.unlink(marker)
         return wrapper
@@ -82,6 +87,10 @@ def instrument_builds(marker: str) -> None:
 
 
 KNOWN_FAILURE = "not compiled again: the same call failed to compile in an earlier worker of this candidate"
+TOOLCHAIN_ENV = ("CXX", "CC", "CUDA_HOME", "CUDA_PATH", "CPATH", "CPLUS_INCLUDE_PATH", "TORCH_CUDA_ARCH_LIST", "PATH")
+INLINE_FILES = ("main.cpp", "cuda.cu")  # what load_inline writes the candidate's sources to
+# A failure that another moment or machine may not have: a missing file (an include path), a full disk, no memory.
+MACHINE_TROUBLE = re.compile(r"No such file or directory|No space left|error writing|Cannot allocate memory|Killed")
 
 
 def failed_build_record(args: tuple, kwargs: dict) -> Optional[str]:
@@ -89,8 +98,22 @@ def failed_build_record(args: tuple, kwargs: dict) -> Optional[str]:
     root = os.environ.get("TORCH_EXTENSIONS_DIR")
     if not root:
         return None
-    call = repr((args, sorted(kwargs.items()))).encode()  # the sources are arguments: the same call, the same build
+    # The sources are arguments: the same call with the same compilers, the same build.
+    call = repr((args, sorted(kwargs.items()), toolchain())).encode()
     return os.path.join(root, FAILED_BUILDS, hashlib.sha256(call).hexdigest()[:32])
+
+
+def toolchain() -> tuple:
+    """What else decides a build's outcome: the compilers (where, and when installed) and their settings."""
+    from torch.utils.cpp_extension import CUDA_HOME
+
+    settings = tuple((name, os.environ.get(name)) for name in TOOLCHAIN_ENV)
+    compilers = [shutil.which(os.environ.get("CXX") or "c++"), os.path.join(CUDA_HOME or "", "bin", "nvcc")]
+    stamps = []
+    for path in filter(None, compilers):
+        with contextlib.suppress(OSError):
+            stamps.append((path, os.stat(path).st_mtime_ns))
+    return settings + tuple(stamps)
 
 
 def read_failed_build(record: Optional[str]) -> Optional[str]:
@@ -105,14 +128,17 @@ def read_failed_build(record: Optional[str]) -> Optional[str]:
 def keep_failed_build(record: Optional[str], exc: BaseException) -> None:
     """Keep a build's failure for later workers when the compiler blamed the source (not a killed or missing tool)."""
     message = str(exc)
+    blamed = SOURCE_ERROR.search(message)
     if (record is None or not isinstance(exc, RuntimeError) or KNOWN_FAILURE in message
-            or not BUILD_FAILURE.search(message) or not SOURCE_ERROR.search(message)):
+            or not BUILD_FAILURE.search(message) or not blamed or not blamed.group(0).startswith(INLINE_FILES)
+            or MACHINE_TROUBLE.search(message)):
         return
     with contextlib.suppress(OSError):
         os.makedirs(os.path.dirname(record), exist_ok=True)
-        with open(record + ".tmp", "w") as out:
+        partial = f"{record}.{os.getpid()}.tmp"
+        with open(partial, "w") as out:
             out.write(message[:100_000])
-        os.replace(record + ".tmp", record)
+        os.replace(partial, record)
 
 
 def watch_cuda_is_available(pretend: bool) -> None:
@@ -182,7 +208,6 @@ class Worker:
         self.module: Optional[types.ModuleType] = None
         self.model: Any = None
         self.class_name = "ModelNew"
-        self.build_lock = None
         self.held: list = []  # outputs the judge may still be reading
         self.timing_inputs: list = []
         self.moving_inputs: Optional[MovingCopies] = None
@@ -201,7 +226,7 @@ class Worker:
         """Import the candidate (builds run here), `problem` first (harness.common.load)."""
         CANDIDATE_PATH["path"] = str(path)
         self.class_name = class_name
-        self.build_lock = lock_build_dir()  # held until ModelNew is built: __init__ may build
+        lock_build_dir()  # held until ModelNew is built: __init__ may build
         try:
             self.module = load_module(source, path, module_name, overrides, tuple(problem) if problem else None)
         except BaseException as exc:  # SystemExit too
@@ -223,7 +248,7 @@ class Worker:
                                       f"extension build in {self.class_name}(...) failed: " + BUILDS["error"])
             return channel.failed("runtime_error", f"{self.class_name}(...) raised " + describe(exc))
         finally:
-            release_build_dir(self)
+            release_build_dir()
         self.model = model
         return channel.ok({"copied_tensors": copied, "build_s": BUILDS["seconds"]})
 
@@ -507,11 +532,15 @@ def glibc() -> bool:
         return False
 
 
-def lock_build_dir():
-    """flock the build folder; clear killed builds' lock files (later builds would wait)."""
+BUILD_LOCK: dict[str, Optional[int]] = {"fd": None}  # the build folder's flock, while this worker holds it
+
+
+def lock_build_dir() -> bool:
+    """flock the build folder, unless held already (False then); clear killed builds' lock files (later builds would
+    wait)."""
     root = os.environ.get("TORCH_EXTENSIONS_DIR")
-    if not root:
-        return None
+    if not root or BUILD_LOCK["fd"] is not None:
+        return False
     os.makedirs(root, exist_ok=True)
     fd = os.open(os.path.join(root, ".harness-build.lock"), os.O_CREAT | os.O_RDWR, 0o644)
     fcntl.flock(fd, fcntl.LOCK_EX)
@@ -519,13 +548,14 @@ def lock_build_dir():
         stale = os.path.join(root, name, "lock")
         if os.path.isfile(stale):
             os.unlink(stale)  # every live builder holds our flock
-    return fd
+    BUILD_LOCK["fd"] = fd
+    return True
 
 
-def release_build_dir(worker) -> None:
-    if getattr(worker, "build_lock", None) is not None:
-        os.close(worker.build_lock)
-        worker.build_lock = None
+def release_build_dir() -> None:
+    if BUILD_LOCK["fd"] is not None:
+        os.close(BUILD_LOCK["fd"])
+        BUILD_LOCK["fd"] = None
 
 
 def cached_free_bytes(device: torch.device) -> int:
