@@ -108,7 +108,7 @@ def toolchain() -> tuple:
     from torch.utils.cpp_extension import CUDA_HOME
 
     settings = tuple((name, os.environ.get(name)) for name in TOOLCHAIN_ENV)
-    compilers = [shutil.which(os.environ.get("CXX") or "c++"), os.path.join(CUDA_HOME or "", "bin", "nvcc")]
+    compilers = [shutil.which(os.environ.get("CXX") or "c++"), CUDA_HOME and os.path.join(CUDA_HOME, "bin", "nvcc")]
     stamps = []
     for path in filter(None, compilers):
         with contextlib.suppress(OSError):
@@ -118,9 +118,9 @@ def toolchain() -> tuple:
 
 def read_failed_build(record: Optional[str]) -> Optional[str]:
     """The compile error kept for this call, if any."""
-    if record is None or not os.path.isfile(record):
+    if record is None:
         return None
-    with contextlib.suppress(OSError), open(record) as kept:
+    with contextlib.suppress(OSError), open(record) as kept:  # none kept: FileNotFoundError
         return kept.read()
     return None
 
