@@ -1,6 +1,6 @@
 #!/bin/bash
 # Issues 62 and 63's GPU checks, one PART per call of a lent machine (carry .corpus; for `service`, .whl too):
-#   bash bench/issue62_on_device.sh NAME one|two|aa|service [SECONDS]
+#   bash bench/issue62_on_device.sh NAME one|two|aa|service|scale [SECONDS]
 #   one      the README's `python run.py --problem sigmoid` as typed, then `pytest -m gpu` part a (adversarial,
 #            isolation, footprint, probe, worker)
 #   two      `pytest -m gpu` part b (test_gpu, the seeds' solutions), then the A/A sample for what is left of SECONDS
@@ -10,6 +10,8 @@
 #            generations by turns (.corpus/realgen, made by bench/realgen_corpus.py; PAIRS_RL=64, PAIRS_DEFAULT=40),
 #            judged whole; SECONDS split between them in that ratio as a cap; DEVICES=0,1: the service on two GPUs;
 #            MIX=0: A/A pairs only (the mix is bound by its builds, so one GPU against two is measured on A/A pairs)
+#   scale    one GPU against two: the same PAIRS (60) level-1 A/A pairs, rl preset, judged whole by a service on
+#            GPU 0, then by one on GPUs 0,1; then the README's `python run.py --problem sigmoid` if time is left
 # Logs and records come back in $OUT as NAME-PART*.
 name=${1:?NAME}; part=${2:?PART}; seconds=${3:-560}
 kb=${KB:-.corpus/kb-head/KernelBench}
@@ -60,5 +62,17 @@ service)
             > "$OUT/$name-service-$preset.log" 2>&1
         tail -2 "$OUT/$name-service-$preset.log"
     done ;;
-*) echo "PART is one, two, aa or service"; exit 2 ;;
+scale)
+    python3 -m pip install -q --no-index --find-links .whl/serve --no-compile --no-cache-dir --target /tmp/site \
+        fastapi uvicorn && export PYTHONPATH=/tmp/site || exit 1
+    for devices in 0 0,1; do
+        timeout -s INT $(( $(left) - 60 )) python3 bench/service_throughput.py "$kb" --preset rl --pairs ${PAIRS:-60} \
+            --single .corpus/kb-v0/KernelBench/level1/19_ReLU.py --devices $devices \
+            --out "$OUT/$name-scale.jsonl" --records "$OUT/$name-scale-records.jsonl" \
+            > "$OUT/$name-scale-$devices.log" 2>&1
+        tail -2 "$OUT/$name-scale-$devices.log"
+    done
+    [ "$(left)" -gt 60 ] && { timeout $(( $(left) - 10 )) python run.py --problem sigmoid; echo "exit status $?"; } \
+        > "$OUT/$name-readme.log" 2>&1; tail -3 "$OUT/$name-readme.log" ;;
+*) echo "PART is one, two, aa, service or scale"; exit 2 ;;
 esac
