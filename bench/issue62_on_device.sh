@@ -66,7 +66,8 @@ scale)
     python3 -m pip install -q --no-index --find-links .whl/serve --no-compile --no-cache-dir --target /tmp/site \
         fastapi uvicorn && export PYTHONPATH=/tmp/site || exit 1
     for devices in 0 0,1; do
-        timeout -s INT $(( $(left) - 60 )) python3 bench/service_throughput.py "$kb" --preset rl --pairs ${PAIRS:-60} \
+        cap=$(( ($(left) - 60) * 6 / 10 )); [ $devices = 0 ] || cap=$(( $(left) - 70 ))
+        timeout -s INT $cap python3 bench/service_throughput.py "$kb" --preset rl --pairs ${PAIRS:-60} \
             --single .corpus/kb-v0/KernelBench/level1/19_ReLU.py --devices $devices \
             --out "$OUT/$name-scale.jsonl" --records "$OUT/$name-scale-records.jsonl" \
             > "$OUT/$name-scale-$devices.log" 2>&1
