@@ -143,9 +143,21 @@ def test_no_more_judges_are_started_than_the_run_has_pairs(tmp_path, monkeypatch
                                   ahead=2, pairs=1)
     assert len(starter.ready["cuda:0"]) == 1
     taken = starter.take("cuda:0")
-    assert starter.ready["cuda:0"] == [] and starter.count == 1
+    assert starter.ready["cuda:0"] == []
     taken.dismiss()
     starter.close()
+
+
+def test_starters_of_two_devices_name_their_judges_logs_apart(tmp_path, monkeypatch):
+    """A service has a starter per device and one log folder: a shared name lost a pair's log and its Result."""
+    monkeypatch.setattr(judges, "Judge", Ahead)
+    starters = [judges.JudgeStarter(SimpleNamespace(config=config(), run_dir=tmp_path, device=device), (device,),
+                                    ahead=1, pairs=1) for device in ("cuda:0", "cuda:1")]
+    taken = [starter.take(device) for starter, device in zip(starters, ("cuda:0", "cuda:1"))]
+    assert taken[0].log_path != taken[1].log_path
+    for judge, starter in zip(taken, starters):
+        judge.dismiss()
+        starter.close()
 
 
 def test_a_pair_holds_start_ups_until_its_footprint_leaves_room(tmp_path, monkeypatch):

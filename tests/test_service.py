@@ -61,3 +61,22 @@ def test_a_job_that_builds_an_extension_is_built_before_a_device_takes_it(tmp_pa
     assert result["status"] == "compile_error" and result["error"].startswith("build stage")
     assert "build_stage" in result["phases_s"] and "judge_start" not in result["phases_s"]
     assert service.health()["building"] == 0
+
+
+def test_a_service_of_two_devices_judges_on_both(tmp_path, env):
+    """Each device's thread has its own judges and one log folder: their logs once shared names (harness_error)."""
+    import time
+
+    from harness.runner.service import Service
+
+    service = Service(tmp_path, str(FAST_CONFIG), {"device": "cpu"}, ["cpu", "cpu"], env)
+    service.start()
+    try:
+        ids = service.submit_many([(RELU, HONEST, None)] * 4)
+        deadline = time.monotonic() + 300
+        while any(service.status(i)["state"] != "done" for i in ids) and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        service.drain(timeout=60)
+    assert [service.status(i)["result"]["status"] for i in ids] == ["correct"] * 4
+    assert len(list((tmp_path / "run" / "logs").glob("*_*.judge.log"))) >= 4

@@ -3,6 +3,7 @@ stage by stage against each stage's deadline (common/protocol's messages), so a 
 Never imports torch."""
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import queue
@@ -29,6 +30,8 @@ JUDGE_ENV = {**os.environ, "MALLOC_MMAP_THRESHOLD_": str(32 << 20),
              "MALLOC_TRIM_THRESHOLD_": str(1 << 30), "GLIBC_TUNABLES": "glibc.malloc.tcache_count=0"}
 # GPU runs only: both workers share one CPU there, so idle OpenMP threads must sleep, not spin (same file).
 GPU_ENV = {"OMP_WAIT_POLICY": "PASSIVE"}
+# Log numbers for the whole process: a service's devices each have a starter, and their logs share one folder.
+LOG_NUMBERS = itertools.count(1)
 USER_ENV = {k: os.environ[k] for k in ("OMP_WAIT_POLICY", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_",
                                        "GLIBC_TUNABLES") if k in os.environ}  # the user's own settings win
 
@@ -145,7 +148,7 @@ class JudgeStarter:
     WARM_WAIT_S = 60.0  # a start-up stuck longer than this is the GPU probe's to catch
 
     def __init__(self, ctx, devices: tuple, ahead: int, factory: bool = False, pairs: Optional[int] = None):
-        self.ctx, self.ahead, self.count = ctx, ahead, 0
+        self.ctx, self.ahead = ctx, ahead
         self.left = math.inf if pairs is None else pairs  # pairs yet to take a judge (None: not known, no limit)
         self.lock = threading.Lock()
         self.use_factory = factory
@@ -163,11 +166,10 @@ class JudgeStarter:
         log_dir = self.ctx.run_dir / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
         with self.lock:
-            self.count += 1
-            log_path = log_dir / f"judge-{os.getpid()}-{self.count}.log"
+            log_path = log_dir / f"judge-{os.getpid()}-{next(LOG_NUMBERS)}.log"
             if self.use_factory and self.factory is None:  # (else each judge is a Python process of its own)
                 self.factory = JudgeFactory(judge_env(self.ctx.device), ROOT,
-                                            log_dir / f"judge-factory-{os.getpid()}.log",
+                                            log_dir / f"judge-factory-{os.getpid()}-{next(LOG_NUMBERS)}.log",
                                             self.ctx.config.limits.start_timeout)
         return Judge(self.ctx, device, warm=ahead and bool(self.ahead), log_path=log_path,
                      on_ready_to_warm=self.let_warm, factory=self.factory)
