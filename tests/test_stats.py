@@ -111,6 +111,8 @@ ROUNDS = build_config().replace(max_rounds=60, min_rounds=10, max_timing_s=30.0,
 def test_alternate_rounds_stops_once_the_ci_is_tight():
     ref, new, tight = stats.alternate_rounds(lambda: 2.0, lambda: 1.0, ROUNDS, random.Random(0))
     assert tight and len(ref) == len(new) == 10  # constant times: tight at the first check
+    ref, _, tight = stats.alternate_rounds(lambda: 2.0, lambda: 1.0, ROUNDS.replace(min_rounds=6), random.Random(0))
+    assert tight and len(ref) == 6  # the first check is at min_rounds (rl's 6), not the next multiple of 5
 
 
 def test_alternate_rounds_run_for_min_timing_s_of_the_judges_clock():
@@ -123,7 +125,7 @@ def test_alternate_rounds_run_for_min_timing_s_of_the_judges_clock():
 
     cfg = ROUNDS.replace(max_rounds=200, min_timing_s=0.5)
     ref, _, tight = stats.alternate_rounds(sample, sample, cfg, random.Random(0), clock=lambda: now[0])
-    assert tight and len(ref) == 20  # 1/32 s a round: 0.5 s after 16 rounds, checked at the next multiple of 5
+    assert tight and len(ref) == 20  # 1/32 s a round: 0.5 s after 16 rounds, checked at min_rounds + 5 k
     ref, _, _ = stats.alternate_rounds(lambda: 2.0, lambda: 1.0, cfg, random.Random(0), clock=lambda: 0.0)
     assert len(ref) == 200  # a clock that never reaches the floor: max_rounds
 

@@ -111,7 +111,7 @@ def alternate_rounds(ref_call: Callable[[], float], new_call: Callable[[], float
            and (not attempts[0] or clock() < deadline)):
         one_round()
         enough = len(ref_ms) >= timing.min_rounds and clock() - started >= timing.min_timing_s
-        if enough and len(ref_ms) % 5 == 0 and tight():
+        if enough and (len(ref_ms) - timing.min_rounds) % 5 == 0 and tight():  # at min_rounds, then every 5th
             break
     if undecided is not None and timing.gate_timing_s and len(ref_ms) >= 2 and undecided(ref_ms, new_ms):
         deadline, limit = clock() + timing.gate_timing_s, len(ref_ms) + timing.max_rounds
