@@ -24,7 +24,7 @@ def test_a_judge_forked_from_the_factory_judges_and_its_end_is_reported(tmp_path
         assert killed.proc.returncode == -9
     finally:
         starter.close()
-    assert starter.factory.proc.wait(10) == 0
+    assert starter.factories["cpu"].proc.wait(10) == 0
 
 
 def test_a_judge_from_the_factory_has_none_of_its_descriptors(tmp_path):
@@ -33,7 +33,7 @@ def test_a_judge_from_the_factory_has_none_of_its_descriptors(tmp_path):
     starter = factory_starter(tmp_path)
     try:
         judge = starter.take("cpu")
-        factory_sockets = {t for t in open_descriptors(starter.factory.proc.pid).values() if t.startswith("socket:")}
+        factory_sockets = {t for t in open_descriptors(starter.factories["cpu"].proc.pid).values() if t.startswith("socket:")}
         assert factory_sockets
 
         def set_up() -> bool:  # the forked child takes a moment to swap the factory's descriptors for its own
@@ -62,8 +62,8 @@ def test_judge_processes_are_started_as_processes_of_their_own_when_the_factory_
     starter = factory_starter(tmp_path)
     try:
         starter.take("cpu").dismiss()  # the factory starts with the first judge
-        starter.factory.proc.kill()
-        starter.factory.proc.wait(10)
+        starter.factories["cpu"].proc.kill()
+        starter.factories["cpu"].proc.wait(10)
         judge = starter.take("cpu")
         assert isinstance(judge.proc, subprocess.Popen) and "judge factory has ended" in judge.log_path.read_text()
         judge.dismiss()
@@ -75,4 +75,4 @@ def test_judge_processes_are_started_as_processes_of_their_own_when_the_factory_
 def test_a_run_that_needs_no_judge_starts_no_factory(tmp_path):
     starter = factory_starter(tmp_path)
     starter.close()
-    assert starter.factory is None
+    assert starter.factories == {}

@@ -59,6 +59,21 @@ def test_a_judge_that_says_something_unreadable_is_a_harness_error(tmp_path):
     assert result.status == "harness_error" and "unreadable" in result.error
 
 
+def test_a_judge_on_a_gpu_sees_it_alone_and_its_result_names_it_as_the_run_does(tmp_path, monkeypatch):
+    """The pair on cuda:1: the judge is started with that GPU alone (its cuda:0), its Result says cuda:1."""
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+
+    class Echo(judges.Judge):  # answers with the device its job named and the GPUs it was shown
+        command = (sys.executable, "-c", "import json, os, sys\nsys.stdin.readline()\n"
+                   "job = json.loads(sys.stdin.readline())\n"
+                   "print(json.dumps({'result': {'problem': 'p', 'solution': 's', 'status': 'correct', "
+                   "'device': job['device'], 'notes': [os.environ['CUDA_VISIBLE_DEVICES']]}}), flush=True)")
+
+    judge = Echo(SimpleNamespace(config=config(), device="cuda:1"), "cuda:1", warm=False, log_path=tmp_path / "j.log")
+    result = judges.follow_pair(pair_job(config=config(), device="cuda:1"), judge, config(), tmp_path, "p__s")
+    assert (result.status, result.device, result.notes) == ("correct", "cuda:1", ["1"])
+
+
 def test_the_result_line_ends_the_pair(tmp_path):
     line = json.dumps({"result": {"problem": "p", "solution": "s", "status": "correct"}})
     judge = fake_judge(tmp_path, f'print(json.dumps({{"stage": "timing"}})); print({line!r}, flush=True)')

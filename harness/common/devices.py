@@ -2,6 +2,8 @@
 has no torch)."""
 from __future__ import annotations
 
+import os
+
 
 def is_gpu(device: str) -> bool:
     """Whether `device` names a CUDA GPU ("cuda", "cuda:1")."""
@@ -21,3 +23,22 @@ def torch_device(device: str):
     if parsed.type == "cuda" and parsed.index is None:
         return torch.device("cuda", torch.cuda.current_device())
     return parsed
+
+
+def only_this_gpu(device: str | None) -> dict:
+    """The environment that shows a process this GPU alone, as cuda:0 ({} for the CPU, or when it cannot tell).
+
+    A process that sees every GPU starts CUDA on each: a judge's start-up then slows the pairs on the others
+    (docs/decisions/one-gpu-each.md)."""
+    if device is None or not is_gpu(device):
+        return {}
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return {"CUDA_VISIBLE_DEVICES": str(gpu_index(device))}
+    ids = [part.strip() for part in visible.split(",") if part.strip()]
+    return {"CUDA_VISIBLE_DEVICES": ids[gpu_index(device)]} if gpu_index(device) < len(ids) else {}
+
+
+def as_seen_alone(device: str | None) -> str | None:
+    """The name a process given only_this_gpu(device) knows the device by."""
+    return "cuda:0" if only_this_gpu(device) else device

@@ -3,6 +3,7 @@ stage by stage against each stage's deadline (common/protocol's messages), so a 
 Never imports torch."""
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import os
@@ -17,7 +18,7 @@ from typing import Callable, Optional
 
 from harness.common import protocol, stages, stopping
 from harness.common.config import Config
-from harness.common.devices import is_gpu
+from harness.common.devices import as_seen_alone, gpu_index, is_gpu, only_this_gpu
 from harness.runner.factory import FactoryGone, ForkedJudge, JudgeFactory
 from harness.common.records import Result, failure
 from harness.common.verdict import Status
@@ -36,9 +37,10 @@ USER_ENV = {k: os.environ[k] for k in ("OMP_WAIT_POLICY", "MALLOC_MMAP_THRESHOLD
                                        "GLIBC_TUNABLES") if k in os.environ}  # the user's own settings win
 
 
-def judge_env(device: str) -> dict:
-    """The environment of the run's judges and workers (JUDGE_ENV, and GPU_ENV on a GPU run)."""
-    return {**JUDGE_ENV, **(GPU_ENV if is_gpu(device) else {}), **USER_ENV}
+def judge_env(device: str, pair_device: Optional[str] = None) -> dict:
+    """The environment of the run's judges and workers (JUDGE_ENV, and GPU_ENV on a GPU run); with `pair_device`,
+    that GPU alone is visible."""
+    return {**JUDGE_ENV, **(GPU_ENV if is_gpu(device) else {}), **USER_ENV, **only_this_gpu(pair_device)}
 
 
 # a judge of its own; most are forked from the judge factory
@@ -54,6 +56,7 @@ class Judge:
                  on_ready_to_warm: Callable[["Judge"], None] = lambda judge: None,
                  factory: Optional[JudgeFactory] = None):
         self.log_path, self.device = log_path, device
+        self.local_device = as_seen_alone(device)  # its name in the judge, which sees this GPU alone
         with open(log_path, "w") as log:
             proc: ForkedJudge | subprocess.Popen[str] | None = None
             if factory is not None and self.command == JUDGE_COMMAND:  # (tests replace the command)
@@ -62,7 +65,7 @@ class Judge:
                 except FactoryGone as exc:
                     print(f"{exc}: judges are started as processes of their own", file=log, flush=True)
             if proc is None:
-                proc = subprocess.Popen(list(self.command), cwd=ROOT, env=judge_env(ctx.device),
+                proc = subprocess.Popen(list(self.command), cwd=ROOT, env=judge_env(ctx.device, device),
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
             self.proc = proc
         self.lines: queue.Queue = queue.Queue()
@@ -74,7 +77,7 @@ class Judge:
         self.warm_sent = False  # told to start CUDA
         threading.Thread(target=self._read, daemon=True).start()
         threading.Thread(target=self._write, daemon=True).start()
-        warm_device = device if warm and device and is_gpu(device) else None
+        warm_device = self.local_device if warm and device and is_gpu(device) else None
         self.write(protocol.encode(protocol.Start(ctx.config, warm_device, time.time())))
 
     def _read(self) -> None:
@@ -152,7 +155,7 @@ class JudgeStarter:
         self.left = math.inf if pairs is None else pairs  # pairs yet to take a judge (None: not known, no limit)
         self.lock = threading.Lock()
         self.use_factory = factory
-        self.factory: Optional[JudgeFactory] = None  # judges forked from a factory process, started with the first
+        self.factories: dict = {}  # device: its judges' factory (seeing that GPU alone), started with its first judge
         self.holding: set = set()  # devices where no judge ahead may start CUDA now
         self.held: dict = {}  # device: judges ready to warm up, waiting for that device's pair
         self.warming: dict = {}  # device: judges told to warm up
@@ -167,12 +170,12 @@ class JudgeStarter:
         log_dir.mkdir(parents=True, exist_ok=True)
         with self.lock:
             log_path = log_dir / f"judge-{os.getpid()}-{next(LOG_NUMBERS)}.log"
-            if self.use_factory and self.factory is None:  # (else each judge is a Python process of its own)
-                self.factory = JudgeFactory(judge_env(self.ctx.device), ROOT,
-                                            log_dir / f"judge-factory-{os.getpid()}-{next(LOG_NUMBERS)}.log",
-                                            self.ctx.config.limits.start_timeout)
+            if self.use_factory and device not in self.factories:  # (else each judge is a Python process of its own)
+                self.factories[device] = JudgeFactory(judge_env(self.ctx.device, device), ROOT,
+                                                      log_dir / f"judge-factory-{os.getpid()}-{next(LOG_NUMBERS)}.log",
+                                                      self.ctx.config.limits.start_timeout)
         return Judge(self.ctx, device, warm=ahead and bool(self.ahead), log_path=log_path,
-                     on_ready_to_warm=self.let_warm, factory=self.factory)
+                     on_ready_to_warm=self.let_warm, factory=self.factories.get(device))
 
     def let_warm(self, judge: Judge) -> None:
         """A judge ahead may start CUDA now, unless its GPU's pair holds start-ups (then it waits for their release)."""
@@ -250,8 +253,8 @@ class JudgeStarter:
             self.ready = {}
         for judge in left:
             judge.dismiss()
-        if self.factory is not None:
-            self.factory.close()
+        for factory in self.factories.values():
+            factory.close()
 
 
 def follow_pair(job: protocol.PairJob, judge: Judge, cfg: Config, log_dir: Path, stem: str,
@@ -278,7 +281,9 @@ class FollowedPair:
         self.deadlines = stages.stage_deadlines(cfg)
         self.gated = starter is not None and bool(starter.ahead) and judge.device is not None
         self.held = self.gated  # warm-ups of judges ahead held for this pair (take() began it)
-        judge.write(protocol.encode(protocol.Job(job, time.time(), self.gated)), last=not self.gated)
+        seen_alone = judge.local_device not in (None, job.device)  # the judge knows the GPU by another name
+        local = dataclasses.replace(job, device=judge.local_device) if seen_alone else job
+        judge.write(protocol.encode(protocol.Job(local, time.time(), self.gated)), last=not self.gated)
         self.enter("start")
 
     def follow(self) -> Result:
@@ -300,6 +305,8 @@ class FollowedPair:
                 raise message
             if isinstance(message, protocol.Outcome):
                 result, exiting = Result.from_dict(message.result), time.monotonic()
+                if is_gpu(self.job.device):  # as the run names it (the judge saw this GPU alone, as cuda:0)
+                    result.device = f"cuda:{gpu_index(self.job.device)}"
                 self.judge.reap()  # it exits right after its Result
                 result.phases_s = {**(result.phases_s or {}), "judge_exit": round(time.monotonic() - exiting, 3)}
                 return result
