@@ -67,7 +67,9 @@ scale)
         fastapi uvicorn && export PYTHONPATH=/tmp/site || exit 1
     for devices in 0 0,1; do
         cap=$(( ($(left) - 60) * 6 / 10 )); [ $devices = 0 ] || cap=$(( $(left) - 70 ))
+        # --budget-s: past it the pairs done are counted (the start-up and warm pair take ~30 s of the cap)
         timeout -s INT $cap python3 bench/service_throughput.py "$kb" --preset rl --pairs ${PAIRS:-60} \
+            --budget-s $(( cap - 45 )) \
             --single .corpus/kb-v0/KernelBench/level1/19_ReLU.py --devices $devices \
             --out "$OUT/$name-scale.jsonl" --records "$OUT/$name-scale-records.jsonl" \
             > "$OUT/$name-scale-$devices.log" 2>&1
