@@ -63,15 +63,24 @@ def test_a_judge_on_a_gpu_sees_it_alone_and_its_result_names_it_as_the_run_does(
     """The pair on cuda:1: the judge is started with that GPU alone (its cuda:0), its Result says cuda:1."""
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
 
-    class Echo(judges.Judge):  # answers with the device its job named and the GPUs it was shown
-        command = (sys.executable, "-c", "import json, os, sys\nsys.stdin.readline()\n"
+    class Echo(judges.Judge):  # answers with the devices its Start and job named and the GPUs it was shown
+        command = (sys.executable, "-c", "import json, os, sys\nstart = json.loads(sys.stdin.readline())\n"
                    "job = json.loads(sys.stdin.readline())\n"
                    "print(json.dumps({'result': {'problem': 'p', 'solution': 's', 'status': 'correct', "
-                   "'device': job['device'], 'notes': [os.environ['CUDA_VISIBLE_DEVICES']]}}), flush=True)")
+                   "'device': job['device'], 'notes': [start['warm_device'], job['device'], "
+                   "os.environ['CUDA_VISIBLE_DEVICES']]}}), flush=True)")
 
-    judge = Echo(SimpleNamespace(config=config(), device="cuda:1"), "cuda:1", warm=False, log_path=tmp_path / "j.log")
+    judge = Echo(SimpleNamespace(config=config(), device="cuda:1"), "cuda:1", warm=True, log_path=tmp_path / "j.log")
     result = judges.follow_pair(pair_job(config=config(), device="cuda:1"), judge, config(), tmp_path, "p__s")
-    assert (result.status, result.device, result.notes) == ("correct", "cuda:1", ["1"])
+    assert (result.status, result.device, result.notes) == ("correct", "cuda:1", ["cuda:0", "cuda:0", "1"])
+
+
+def test_judges_get_the_environment_as_it_is_when_they_start(monkeypatch):
+    """The run's CPUs (procs.CPUS_ENV) are set after the runner imports judges.py: its judges pin timing by them."""
+    from harness.common import procs
+
+    monkeypatch.setenv(procs.CPUS_ENV, "0,1,2,3")
+    assert judges.judge_env("cpu")[procs.CPUS_ENV] == "0,1,2,3"
 
 
 def test_the_result_line_ends_the_pair(tmp_path):

@@ -27,8 +27,8 @@ from harness.common.places import ROOT
 
 # Fixed malloc thresholds and no thread cache, so both sides' calls get their memory alike on the CPU (workers
 # inherit it): docs/decisions/judge-env.md.
-JUDGE_ENV = {**os.environ, "MALLOC_MMAP_THRESHOLD_": str(32 << 20),
-             "MALLOC_TRIM_THRESHOLD_": str(1 << 30), "GLIBC_TUNABLES": "glibc.malloc.tcache_count=0"}
+JUDGE_ENV = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(1 << 30),
+             "GLIBC_TUNABLES": "glibc.malloc.tcache_count=0"}
 # GPU runs only: both workers share one CPU there, so idle OpenMP threads must sleep, not spin (same file).
 GPU_ENV = {"OMP_WAIT_POLICY": "PASSIVE"}
 # Log numbers for the whole process: a service's devices each have a starter, and their logs share one folder.
@@ -40,7 +40,8 @@ USER_ENV = {k: os.environ[k] for k in ("OMP_WAIT_POLICY", "MALLOC_MMAP_THRESHOLD
 def judge_env(device: str, pair_device: Optional[str] = None) -> dict:
     """The environment of the run's judges and workers (JUDGE_ENV, and GPU_ENV on a GPU run); with `pair_device`,
     that GPU alone is visible."""
-    return {**JUDGE_ENV, **(GPU_ENV if is_gpu(device) else {}), **USER_ENV, **only_this_gpu(pair_device)}
+    # os.environ as it is now: the run's CPUs (procs.CPUS_ENV) are set after this module is imported
+    return {**os.environ, **JUDGE_ENV, **(GPU_ENV if is_gpu(device) else {}), **USER_ENV, **only_this_gpu(pair_device)}
 
 
 # a judge of its own; most are forked from the judge factory
@@ -251,9 +252,10 @@ class JudgeStarter:
         with self.lock:
             left = [judge for waiting in self.ready.values() for judge in waiting]
             self.ready = {}
+            factories = list(self.factories.values())
         for judge in left:
             judge.dismiss()
-        for factory in self.factories.values():
+        for factory in factories:
             factory.close()
 
 
@@ -281,8 +283,8 @@ class FollowedPair:
         self.deadlines = stages.stage_deadlines(cfg)
         self.gated = starter is not None and bool(starter.ahead) and judge.device is not None
         self.held = self.gated  # warm-ups of judges ahead held for this pair (take() began it)
-        seen_alone = judge.local_device not in (None, job.device)  # the judge knows the GPU by another name
-        local = dataclasses.replace(job, device=judge.local_device) if seen_alone else job
+        seen_as = judge.local_device  # the judge's name for the GPU, when it sees that GPU alone
+        local = dataclasses.replace(job, device=seen_as) if seen_as is not None and seen_as != job.device else job
         judge.write(protocol.encode(protocol.Job(local, time.time(), self.gated)), last=not self.gated)
         self.enter("start")
 
