@@ -342,6 +342,33 @@ def test_pairs_on_a_second_gpu(tmp_path):
     assert results["mutates_input"]["status"] == "incorrect"
 
 
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_a_service_on_two_gpus_judges_on_both_each_pair_seeing_its_gpu_alone(tmp_path):
+    """run.py serve --devices 0,1: half its pairs were harness_error (log names shared by the devices' judges); each
+    pair's processes see their GPU alone (docs/decisions/one-gpu-each.md): this candidate is right only then."""
+    import time
+
+    from harness.runner import environment
+    from harness.runner.service import Service
+
+    alone = ("import torch\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+             "        return x.clamp(min=0) if torch.cuda.device_count() == 1 else x\n")
+    problem = (FIXTURES / "problems" / "fx_relu.py").read_text()
+    service = Service(tmp_path, str(FAST_CONFIG), {"device": "cuda"}, ["cuda:0", "cuda:1"],
+                      environment.probe_environment("cuda"))
+    service.start()
+    try:
+        ids = service.submit_many([(problem, alone, None)] * 4)
+        deadline = time.monotonic() + 600
+        while any(service.status(i)["state"] != "done" for i in ids) and time.monotonic() < deadline:
+            time.sleep(0.5)
+    finally:
+        service.drain(timeout=120)
+    results = [service.status(i)["result"] for i in ids]
+    assert [r["status"] for r in results] == ["correct"] * 4, [r["error"] for r in results]
+    assert {r["device"] for r in results} == {"cuda:0", "cuda:1"}
+
+
 def test_an_out_of_memory_a_candidate_caught_is_counted(tmp_path):
     """worker_ooms: an allocation that found no memory and was caught (as cuDNN does, falling back to an algorithm
     with a smaller workspace) is counted in its worker, and only there."""
