@@ -33,6 +33,10 @@ aa() {  # the A/A sample for at most $1 seconds, resumed
     cp "results/aa-$name/kernelbench-aa.md" "$OUT/$name-aa.md" 2>/dev/null
     tail -3 "$OUT/$name-aa.log"
 }
+serve_wheels() {  # fastapi and uvicorn from the carried wheels (the device's python has neither)
+    python3 -m pip install -q --no-index --find-links .whl/serve --no-compile --no-cache-dir --target /tmp/site \
+        fastapi uvicorn && export PYTHONPATH=/tmp/site
+}
 case $part in
 one)
     { timeout 150 python run.py --problem sigmoid; echo "exit status $?"; } > "$OUT/$name-readme.log" 2>&1
@@ -46,8 +50,7 @@ two)
     aa $(( $(left) - 10 )) ;;
 aa) aa $(( $(left) - 10 )) ;;
 service)
-    python3 -m pip install -q --no-index --find-links .whl/serve --no-compile --no-cache-dir --target /tmp/site \
-        fastapi uvicorn && export PYTHONPATH=/tmp/site || exit 1
+    serve_wheels || exit 1
     [ "${MIX:-1}" = 0 ] || [ -f .corpus/realgen/pairs.csv ] || {
         echo "no .corpus/realgen: run bench/realgen_corpus.py first"; exit 2; }
     for preset in rl default; do  # each: the service's start, its warm-up and single pair, then a batch judged whole
@@ -63,8 +66,7 @@ service)
         tail -2 "$OUT/$name-service-$preset.log"
     done ;;
 scale)
-    python3 -m pip install -q --no-index --find-links .whl/serve --no-compile --no-cache-dir --target /tmp/site \
-        fastapi uvicorn && export PYTHONPATH=/tmp/site || exit 1
+    serve_wheels || exit 1
     for devices in 0 0,1; do
         cap=$(( ($(left) - 60) * 6 / 10 )); [ $devices = 0 ] || cap=$(( $(left) - 70 ))
         # --budget-s: past it the pairs done are counted (the start-up and warm pair take ~30 s of the cap)

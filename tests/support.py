@@ -29,6 +29,22 @@ def pair_job(**fields):
     return PairJob(**{**base, **fields})
 
 
+def service_results(service, jobs: list, seconds: float, drain_s: float = 60) -> list:
+    """Start a runner.service.Service, submit (problem, candidate, options) jobs and wait at most `seconds` for them;
+    each job's Result as JSON (None if not done), the service drained."""
+    import time
+
+    service.start()
+    try:
+        ids = service.submit_many(jobs)
+        deadline = time.monotonic() + seconds
+        while any(service.status(i)["state"] != "done" for i in ids) and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        service.drain(timeout=drain_s)
+    return [service.status(i).get("result") for i in ids]
+
+
 def cuda_available() -> bool:
     import torch
 

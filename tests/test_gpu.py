@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from harness.common import handover
-from support import FAST_CONFIG, FIXTURES, ROOT
+from support import FAST_CONFIG, FIXTURES, ROOT, service_results
 
 pytestmark = pytest.mark.gpu
 RELU = FIXTURES / "solutions" / "fx_relu"
@@ -346,8 +346,6 @@ def test_pairs_on_a_second_gpu(tmp_path):
 def test_a_service_on_two_gpus_judges_on_both_each_pair_seeing_its_gpu_alone(tmp_path):
     """run.py serve --devices 0,1: half its pairs were harness_error (log names shared by the devices' judges); each
     pair's processes see their GPU alone (docs/decisions/one-gpu-each.md): this candidate is right only then."""
-    import time
-
     from harness.runner import environment
     from harness.runner.service import Service
 
@@ -356,16 +354,8 @@ def test_a_service_on_two_gpus_judges_on_both_each_pair_seeing_its_gpu_alone(tmp
     problem = (FIXTURES / "problems" / "fx_relu.py").read_text()
     service = Service(tmp_path, str(FAST_CONFIG), {"device": "cuda"}, ["cuda:0", "cuda:1"],
                       environment.probe_environment("cuda"))
-    service.start()
-    try:
-        ids = service.submit_many([(problem, alone, None)] * 4)
-        deadline = time.monotonic() + 600
-        while any(service.status(i)["state"] != "done" for i in ids) and time.monotonic() < deadline:
-            time.sleep(0.5)
-    finally:
-        service.drain(timeout=120)
-    results = [service.status(i)["result"] for i in ids]
-    assert [r["status"] for r in results] == ["correct"] * 4, [r["error"] for r in results]
+    results = [r or {} for r in service_results(service, [(problem, alone, None)] * 4, 600, drain_s=120)]
+    assert [r.get("status") for r in results] == ["correct"] * 4, [r.get("error") for r in results]
     assert {r["device"] for r in results} == {"cuda:0", "cuda:1"}
 
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from support import FAST_CONFIG, FIXTURES
+from support import FAST_CONFIG, FIXTURES, service_results
 
 RELU = (FIXTURES / "problems" / "fx_relu.py").read_text()
 HONEST = "import torch\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x.clamp(min=0)\n"
@@ -65,18 +65,9 @@ def test_a_job_that_builds_an_extension_is_built_before_a_device_takes_it(tmp_pa
 
 def test_a_service_of_two_devices_judges_on_both(tmp_path, env):
     """Each device's thread has its own judges and one log folder: their logs once shared names (harness_error)."""
-    import time
-
     from harness.runner.service import Service
 
     service = Service(tmp_path, str(FAST_CONFIG), {"device": "cpu"}, ["cpu", "cpu"], env)
-    service.start()
-    try:
-        ids = service.submit_many([(RELU, HONEST, None)] * 4)
-        deadline = time.monotonic() + 300
-        while any(service.status(i)["state"] != "done" for i in ids) and time.monotonic() < deadline:
-            time.sleep(0.2)
-    finally:
-        service.drain(timeout=60)
-    assert [service.status(i)["result"]["status"] for i in ids] == ["correct"] * 4
+    results = service_results(service, [(RELU, HONEST, None)] * 4, 300)
+    assert [(r or {}).get("status") for r in results] == ["correct"] * 4
     assert len(list((tmp_path / "run" / "logs").glob("*_*.judge.log"))) >= 4
