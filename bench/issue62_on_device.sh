@@ -12,6 +12,10 @@
 #            MIX=0: A/A pairs only (the mix is bound by its builds, so one GPU against two is measured on A/A pairs)
 #   scale    one GPU against two: the same PAIRS (60) level-1 A/A pairs, rl preset, judged whole by a service on
 #            GPU 0, then by one on GPUs 0,1; then the README's `python run.py --problem sigmoid` if time is left
+#            (SCALE_GPUS=0: GPU 0 alone, no README command)
+#   presets  `pytest -m gpu` on the GPU's cheats under --preset rl through the library API and the service
+#            (tests/adversarial/test_presets_gpu.py)
+#   readme   the README's `python run.py --problem sigmoid` as typed
 # Logs and records come back in $OUT as NAME-PART*.
 name=${1:?NAME}; part=${2:?PART}; seconds=${3:-560}
 kb=${KB:-.corpus/kb-head/KernelBench}
@@ -67,8 +71,9 @@ service)
     done ;;
 scale)
     serve_wheels || exit 1
-    for devices in 0 0,1; do
-        cap=$(( ($(left) - 60) * 6 / 10 )); [ $devices = 0 ] || cap=$(( $(left) - 70 ))
+    for devices in ${SCALE_GPUS:-0 0,1}; do
+        cap=$(( ($(left) - 60) * 6 / 10 )); [ $devices = 0 ] && [ -n "${SCALE_GPUS:-}" ] && cap=$(( $(left) - 70 ))
+        [ $devices = 0 ] || cap=$(( $(left) - 70 ))
         # --budget-s: past it the pairs done are counted (the start-up and warm pair take ~30 s of the cap)
         timeout -s INT $cap python3 bench/service_throughput.py "$kb" --preset rl --pairs ${PAIRS:-60} \
             --budget-s $(( cap - 45 )) \
@@ -77,7 +82,12 @@ scale)
             > "$OUT/$name-scale-$devices.log" 2>&1
         tail -2 "$OUT/$name-scale-$devices.log"
     done
-    [ "$(left)" -gt 60 ] && { timeout $(( $(left) - 10 )) python run.py --problem sigmoid; echo "exit status $?"; } \
+    [ -z "${SCALE_GPUS:-}" ] && [ "$(left)" -gt 60 ] && { timeout $(( $(left) - 10 )) python run.py --problem sigmoid; echo "exit status $?"; } \
         > "$OUT/$name-readme.log" 2>&1; tail -3 "$OUT/$name-readme.log" ;;
-*) echo "PART is one, two, aa, service or scale"; exit 2 ;;
+presets) gpu_tests $(( $(left) - 10 )) tests/adversarial/test_presets_gpu.py ;;
+readme)
+    { timeout $(( $(left) - 10 )) python run.py --problem sigmoid; echo "exit status $?"; } > "$OUT/$name-readme.log" 2>&1
+    tail -2 "$OUT/$name-readme.log"
+    cp "$(ls -dt results/*-sigmoid/ | head -1)/results.jsonl" "$OUT/$name-readme-results.jsonl" ;;
+*) echo "PART is one, two, aa, service, scale, presets or readme"; exit 2 ;;
 esac

@@ -22,17 +22,24 @@ def judge(problem: str, solutions: list, out: Path, *extra: str) -> tuple:
 ALONE = ("bfloat16_matmul", "keeps_every_output", "hogs_the_gpu_while_idle", "hog_child_on_the_gpu", "caches_by_version")
 
 
+def gpu_set() -> list:
+    """The candidates judged together on fx_relu: the CUDA set and CPU_ONES, less those judged ALONE."""
+    solutions = sorted((HERE / "cuda").glob("*.py")) + [HERE / "cpu" / f"{name}.py" for name in CPU_ONES]
+    return [s for s in solutions if s.stem not in ALONE]
+
+
 @pytest.fixture(scope="module")
 def gpu_run(tmp_path_factory):
     """The set in one run; HARNESS_GPU_ADVERSARIAL_OUT keeps its run folder (the GPU acceptance script reads it)."""
-    solutions = sorted((HERE / "cuda").glob("*.py")) + [HERE / "cpu" / f"{name}.py" for name in CPU_ONES]
-    solutions = [s for s in solutions if s.stem not in ALONE]
+    solutions = gpu_set()
     kept = os.environ.get("HARNESS_GPU_ADVERSARIAL_OUT")
     out = Path(kept) if kept else tmp_path_factory.mktemp("gpu-adversarial")
     return judge("tests/fixtures/problems/fx_relu.py", solutions, out)
 
 
-@pytest.mark.parametrize("solution,status,flags", [
+# (candidate, statuses it may get, flags it must get): run.py's verdicts, which test_presets_gpu.py asks of the
+# library API and the service under --preset rl
+GPU_EXPECTED = [
     ("illegal_memory_access", ("runtime_error", "crash"), []),
     ("kernel_infinite_loop", ("timeout",), []),
     ("gpu_out_of_memory", ("runtime_error",), []),
@@ -47,7 +54,10 @@ def gpu_run(tmp_path_factory):
     ("mutates_input", ("incorrect",), ["input_mutated"]),
     ("signals_the_harness", ("correct",), []),  # every signal, ptrace and /proc read refused
     ("scans_its_mapped_segment", ("correct",), []),  # nothing of the judge's in its mapping
-])
+]
+
+
+@pytest.mark.parametrize("solution,status,flags", GPU_EXPECTED)
 def test_gpu_status_and_flags(gpu_run, solution, status, flags):
     result = gpu_run[0][solution]
     assert result["status"] in status, result["error"]
