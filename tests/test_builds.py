@@ -10,7 +10,7 @@ from harness.common.config import build_config
 
 
 BUILD_FIXTURES = ("broken_cpp", "broken_in_init_cpp", "relu_cpp", "gated_cpp", "gated_broken_cpp", "lazy_cpp",
-                  "lazy_real_cpp", "caught_broken_cpp")
+                  "lazy_moved_cpp", "lazy_real_cpp", "caught_broken_cpp")
 
 
 def test_build_stage_builds_ahead_and_fails_early(tmp_path):
@@ -46,6 +46,9 @@ def test_build_stage_builds_ahead_and_fails_early(tmp_path):
     lazy = results["lazy_cpp"]  # builds in its first forward call: the stage's call on meta tensors built it
     assert lazy["status"] == "correct" and lazy["phases_s"]["build_stage"] >= lazy["compile_s"] > 2
     assert lazy["phases_s"]["correctness.candidate"] < lazy["compile_s"] / 4
+    moved = results["lazy_moved_cpp"]  # moves its input first (.to): the stage kept it on meta, and built it
+    assert moved["status"] == "correct" and moved["phases_s"]["build_stage"] >= moved["compile_s"] > 2
+    assert moved["phases_s"]["correctness.candidate"] < moved["compile_s"] / 4
     real = results["lazy_real_cpp"]  # builds only on real tensors: by its judge, counted in compile_s all the same
     assert real["status"] == "correct" and real["phases_s"]["correctness.candidate"] >= real["compile_s"] > 2
     caught = results["caught_broken_cpp"]  # its build failed in the stage, and the candidate caught that
@@ -99,3 +102,18 @@ def test_a_candidate_that_hangs_on_meta_tensors_is_left_to_its_judge(tmp_path):
     job = builds.BuildJob(str(path), source, {}, str(tmp_path / "builds"), None, cfg.to_dict(),
                           str(FIXTURES / "problems" / "fx_relu.py"))
     assert builds.build(job) == {"build_s": 0.0}
+
+
+def test_a_meta_tensor_moved_to_a_device_stays_on_meta_in_the_stages_call():
+    """A generation that calls .cuda() on its inputs before building (KernelBench level 1's p10 of CUDA-L1, 78 s of
+    the GPU's time in its judge) reaches its build on meta tensors; without the mode, .cuda() raises here (no CUDA)."""
+    import torch
+    from harness.worker.worker import StaysOnMeta
+
+    x = torch.empty(2, 3, device="meta")
+    with StaysOnMeta():
+        moved = [x.cuda(), x.cpu(), x.to("cuda:0"), x.to(device="cuda", dtype=torch.float16), x.to("cpu", torch.int8)]
+        real = torch.ones(2).to(torch.float64)  # real tensors move as ever
+    assert all(t.is_meta and t.shape == (2, 3) for t in moved)
+    assert [t.dtype for t in moved[3:]] == [torch.float16, torch.int8]
+    assert real.device.type == "cpu" and real.dtype == torch.float64

@@ -22,6 +22,7 @@ from harness.common.load import load_module
 
 import torch
 from torch.multiprocessing.reductions import StorageWeakRef
+from torch.overrides import TorchFunctionMode
 
 BUILDS: dict[str, Any] = {"seconds": 0.0, "error": None}  # time in, and the last failure of, extension builds
 POISON_BYTE = 0xFF  # all-ones is NaN in float16, bfloat16, float32 and float64
@@ -254,7 +255,8 @@ class Worker:
 
     def op_forward_on_meta(self):
         """In the build stage (no GPU): one call on meta tensors, for a build in forward; nothing else counts."""
-        with contextlib.suppress(Exception), torch.device("meta"):  # tensors made without a device: meta too
+        # tensors made without a device are meta too, and a meta tensor moved to a device stays on meta
+        with contextlib.suppress(Exception), torch.device("meta"), StaysOnMeta():
             inputs = list(self.module.get_inputs())
             model = self.model.to("meta") if isinstance(self.model, torch.nn.Module) else self.model
             semantics.call(model, inputs)
@@ -446,6 +448,23 @@ class Worker:
         ooms = timing.out_of_memory_count(self.device)
         return channel.ok({"peak_mem_mb": timing.peak_memory_mb(self.device),
                            "ooms": None if ooms is None else ooms - self.own_ooms})
+
+
+class StaysOnMeta(TorchFunctionMode):
+    """A meta tensor moved to a device (.to, .cuda, .cpu) stays on meta: a forward that moves its inputs (to the GPU,
+    which the build stage has not) before its build still reaches the build."""
+
+    MOVES = frozenset({"to", "cuda", "cpu"})
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        first = args[0] if args else None
+        if getattr(func, "__name__", "") in self.MOVES and isinstance(first, torch.Tensor) and first.is_meta:
+            if func.__name__ != "to":
+                return first
+            args = (first, *("meta" if isinstance(a, (str, torch.device)) else a for a in args[1:]))
+            kwargs = {**kwargs, "device": "meta"} if "device" in kwargs else kwargs
+        return func(*args, **kwargs)
 
 
 def copy_matching(model: torch.nn.Module, reference: dict) -> tuple[int, int]:
