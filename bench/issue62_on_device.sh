@@ -37,9 +37,9 @@ aa() {  # the A/A sample for at most $1 seconds, resumed
     cp "results/aa-$name/kernelbench-aa.md" "$OUT/$name-aa.md" 2>/dev/null
     tail -3 "$OUT/$name-aa.log"
 }
-serve_wheels() {  # fastapi and uvicorn from the carried wheels (the device's python has neither)
-    python3 -m pip install -q --no-index --find-links .whl/serve --no-compile --no-cache-dir --target /tmp/site \
-        fastapi uvicorn && export PYTHONPATH=/tmp/site
+serve_wheels() {  # fastapi and uvicorn from the carried wheels (the device's python has neither), once a machine
+    [ -d /tmp/site/fastapi ] || python3 -m pip install -q --no-index --find-links .whl/serve --no-compile \
+        --no-cache-dir --target /tmp/site fastapi uvicorn && export PYTHONPATH=/tmp/site
 }
 case $part in
 one)
