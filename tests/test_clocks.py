@@ -1,4 +1,5 @@
 """GPU clocks through NVML, on a fake NVML: throttling, reason names, CUDA_VISIBLE_DEVICES mapping."""
+import sys
 import types
 
 from harness.common import clocks
@@ -34,10 +35,26 @@ def test_no_nvml_means_no_clocks_and_no_memory_figures():
 def test_nvml_index_follows_cuda_visible_devices(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,1")
     assert clocks.nvml_index(0) == 3 and clocks.nvml_index(1) == 1
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-1234")  # UUIDs: NVML's index cannot be told; torch's is used
+    monkeypatch.setattr(clocks, "index_by_uuid", lambda prefix: None)  # a UUID NVML does not know: torch's index
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-1234")
     assert clocks.nvml_index(0) == 0
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
     assert clocks.nvml_index(2) == 2
+
+
+def test_gpus_named_by_uuid_are_found_in_nvml_before_cuda_starts(monkeypatch):
+    """The runner never starts CUDA: with CUDA_VISIBLE_DEVICES naming GPUs by UUID (or a prefix of one, as CUDA
+    takes), NVML's list says which GPU each is; before, every one was taken for GPU 0 (its clocks, its timing CPU)."""
+    from types import SimpleNamespace
+
+    uuids = ["GPU-aaaa-0", "GPU-bbbb-1", "GPU-cccc-2"]
+    fake = SimpleNamespace(nvmlInit=lambda: None, nvmlDeviceGetCount=lambda: 3, nvmlDeviceGetHandleByIndex=lambda i: i,
+                           nvmlDeviceGetUUID=lambda handle: uuids[handle].encode())
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-cccc-2,GPU-aaaa")
+    assert clocks.nvml_index(0) == 2 and clocks.nvml_index(1) == 0
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-dddd")  # none of the machine's
+    assert clocks.nvml_index(0) == 0
 
 
 def test_a_gpu_is_found_in_nvml_by_its_uuid_once_cuda_is_started(monkeypatch):

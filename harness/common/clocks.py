@@ -95,12 +95,30 @@ def torch_uuid(torch_index: int) -> Optional[str]:
 
 
 def nvml_index(torch_index: int) -> int:
-    """NVML's index of torch's GPU through CUDA_VISIBLE_DEVICES (by index; else torch's own)."""
+    """NVML's index of torch's GPU through CUDA_VISIBLE_DEVICES (an index, or a UUID NVML knows; else torch's)."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
     ids = [v.strip() for v in visible.split(",") if v.strip()]
-    if ids and all(v.isdigit() for v in ids) and torch_index < len(ids):
+    if torch_index >= len(ids):
+        return torch_index
+    if all(v.isdigit() for v in ids):
         return int(ids[torch_index])
-    return torch_index
+    found = index_by_uuid(ids[torch_index])
+    return torch_index if found is None else found
+
+
+def index_by_uuid(prefix: str) -> Optional[int]:
+    """NVML's index of the GPU whose UUID starts with `prefix` (CUDA takes a prefix), or None."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        for index in range(pynvml.nvmlDeviceGetCount()):
+            uuid = pynvml.nvmlDeviceGetUUID(pynvml.nvmlDeviceGetHandleByIndex(index))
+            if (uuid.decode() if isinstance(uuid, bytes) else str(uuid)).startswith(prefix):
+                return index
+    except Exception:  # no NVML
+        pass
+    return None
 
 
 def reason_names(nvml, mask: int) -> list:
