@@ -5,6 +5,8 @@ import os
 import sys
 from typing import Any, Optional
 
+from harness.common.devices import visible_gpus
+
 THROTTLE_DROP = 0.9  # below 90% of the highest SM clock is throttling
 
 
@@ -96,8 +98,7 @@ def torch_uuid(torch_index: int) -> Optional[str]:
 
 def nvml_index(torch_index: int) -> int:
     """NVML's index of torch's GPU through CUDA_VISIBLE_DEVICES (an index, or a UUID NVML knows; else torch's)."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
-    ids = [v.strip() for v in visible.split(",") if v.strip()]
+    ids = visible_gpus() or []
     if torch_index >= len(ids):
         return torch_index
     if all(v.isdigit() for v in ids):

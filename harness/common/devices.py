@@ -32,11 +32,16 @@ def only_this_gpu(device: str | None) -> dict:
     (docs/decisions/one-gpu-each.md)."""
     if device is None or not is_gpu(device):
         return {}
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is None:
+    ids = visible_gpus()
+    if ids is None:
         return {"CUDA_VISIBLE_DEVICES": str(gpu_index(device))}
-    ids = [part.strip() for part in visible.split(",") if part.strip()]
     return {"CUDA_VISIBLE_DEVICES": ids[gpu_index(device)]} if gpu_index(device) < len(ids) else {}
+
+
+def visible_gpus() -> list[str] | None:
+    """CUDA_VISIBLE_DEVICES's entries (indexes or UUIDs), torch's cuda:0 first; None when it is unset."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return None if visible is None else [part.strip() for part in visible.split(",") if part.strip()]
 
 
 def as_seen_alone(device: str | None) -> str | None:
