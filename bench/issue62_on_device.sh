@@ -1,6 +1,6 @@
 #!/bin/bash
 # Issues 62 and 63's GPU checks, one PART per call of a lent machine (carry .corpus; for `service`, .whl too):
-#   bash bench/issue62_on_device.sh NAME one|two|aa|service|scale [SECONDS]
+#   bash bench/issue62_on_device.sh NAME one|two|aa|service|scale|presets|readme [SECONDS]
 #   one      the README's `python run.py --problem sigmoid` as typed, then `pytest -m gpu` part a (adversarial,
 #            isolation, footprint, probe, worker)
 #   two      `pytest -m gpu` part b (test_gpu, the seeds' solutions), then the A/A sample for what is left of SECONDS
@@ -37,16 +37,18 @@ aa() {  # the A/A sample for at most $1 seconds, resumed
     cp "results/aa-$name/kernelbench-aa.md" "$OUT/$name-aa.md" 2>/dev/null
     tail -3 "$OUT/$name-aa.log"
 }
+readme_command() {  # the README's `python run.py --problem sigmoid` as typed, for at most $1 seconds; its records
+    { timeout "$1" python run.py --problem sigmoid; echo "exit status $?"; } > "$OUT/$name-readme.log" 2>&1
+    tail -2 "$OUT/$name-readme.log"
+    cp "$(ls -dt results/*-sigmoid/ | head -1)/results.jsonl" "$OUT/$name-readme-results.jsonl" 2>/dev/null
+}
 serve_wheels() {  # fastapi and uvicorn from the carried wheels (the device's python has neither), once a machine
     [ -d /tmp/site/fastapi ] || python3 -m pip install -q --no-index --find-links .whl/serve --no-compile \
         --no-cache-dir --target /tmp/site fastapi uvicorn && export PYTHONPATH=/tmp/site
 }
 case $part in
 one)
-    { timeout 150 python run.py --problem sigmoid; echo "exit status $?"; } > "$OUT/$name-readme.log" 2>&1
-    tail -2 "$OUT/$name-readme.log"
-    run=$(ls -dt results/*-sigmoid/ | head -1)
-    cp "$run/results.jsonl" "$OUT/$name-readme-results.jsonl"
+    readme_command 150
     gpu_tests $(( $(left) - 10 )) tests/adversarial/test_adversarial_gpu.py tests/adversarial/test_isolation_gpu.py \
         tests/test_footprint.py tests/test_gpu_probe.py tests/test_worker.py ;;
 two)
@@ -82,14 +84,8 @@ scale)
             > "$OUT/$name-scale-$devices.log" 2>&1
         tail -2 "$OUT/$name-scale-$devices.log"
     done
-    if [ -z "${SCALE_GPUS:-}" ] && [ "$(left)" -gt 60 ]; then
-        { timeout $(( $(left) - 10 )) python run.py --problem sigmoid; echo "exit status $?"; } > "$OUT/$name-readme.log" 2>&1
-        tail -3 "$OUT/$name-readme.log"
-    fi ;;
+    [ -z "${SCALE_GPUS:-}" ] && [ "$(left)" -gt 60 ] && readme_command $(( $(left) - 10 )) ;;
 presets) gpu_tests $(( $(left) - 10 )) tests/adversarial/test_presets_gpu.py ;;
-readme)
-    { timeout $(( $(left) - 10 )) python run.py --problem sigmoid; echo "exit status $?"; } > "$OUT/$name-readme.log" 2>&1
-    tail -2 "$OUT/$name-readme.log"
-    cp "$(ls -dt results/*-sigmoid/ | head -1)/results.jsonl" "$OUT/$name-readme-results.jsonl" ;;
+readme) readme_command $(( $(left) - 10 )) ;;
 *) echo "PART is one, two, aa, service, scale, presets or readme"; exit 2 ;;
 esac
