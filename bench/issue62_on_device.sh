@@ -13,15 +13,21 @@
 #   scale    one GPU against two: the same PAIRS (60) level-1 A/A pairs, rl preset, judged whole by a service on
 #            GPU 0, then by one on GPUs 0,1; then the README's `python run.py --problem sigmoid` if time is left
 #            (SCALE_GPUS=0: GPU 0 alone, no README command)
+#   contention  why two GPUs give less than twice one (needs two): bench/driver_contention.py (driver calls on one
+#            GPU alone, then on both at once), then two services, one a GPU, each judging PAIRS (40) level-1 A/A pairs
+#            at once, then one service on both; vmstat each second throughout
+#   profile  the same question, the logs in one archive (a lent machine gives back 8 files): 40 A/A pairs on GPU 0
+#            alone, on both at once (a service a GPU), then 20 on GPU 0 under py-spy (wheel in .whl/prof); vmstat
 #   presets  `pytest -m gpu` on the GPU's cheats under --preset rl through the library API and the service
 #            (tests/adversarial/test_presets_gpu.py)
 #   readme   the README's `python run.py --problem sigmoid` as typed
-# Logs and records come back in $OUT as NAME-PART*.
+# Logs and records come back in $OUT as NAME-PART*. lscpu's CPU topology first.
 name=${1:?NAME}; part=${2:?PART}; seconds=${3:-560}
 kb=${KB:-.corpus/kb-head/KernelBench}
 export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0}
 start=$SECONDS
 nvidia-smi -L
+lscpu | grep -E "^(Model name|Thread|Core|Socket|NUMA node)" | tr -s " "
 left() { echo $(( seconds - (SECONDS - start) )); }
 gpu_tests() {  # pytest -m gpu over FILES for at most $1 seconds (SIGINT: pytest still reports and writes its XML)
     local limit=$1; shift
@@ -45,6 +51,13 @@ readme_command() {  # the README's `python run.py --problem sigmoid` as typed, f
 serve_wheels() {  # fastapi and uvicorn from the carried wheels (the device's python has neither), once a machine
     [ -d /tmp/site/fastapi ] || python3 -m pip install -q --no-index --find-links .whl/serve --no-compile \
         --no-cache-dir --target /tmp/site fastapi uvicorn && export PYTHONPATH=/tmp/site
+}
+aa_pairs() {  # $1: devices, $2: its name in the logs; PAIRS (40) A/A pairs, rl, judged whole; $3...: a command before
+    local devices=$1 called=$2; shift 2
+    timeout -s INT $(( $(left) - 20 )) "$@" python3 bench/service_throughput.py "$kb" --preset rl \
+        --pairs ${PAIRS:-40} --single .corpus/kb-v0/KernelBench/level1/19_ReLU.py ${devices:+--devices $devices} \
+        --out "$OUT/$name-contention.jsonl" --records "$OUT/$name-contention-$called-records.jsonl" \
+        > "$OUT/$name-contention-$called.log" 2>&1
 }
 case $part in
 one)
@@ -81,11 +94,37 @@ scale)
             --budget-s $(( cap - 45 )) \
             --single .corpus/kb-v0/KernelBench/level1/19_ReLU.py --devices $devices \
             --out "$OUT/$name-scale.jsonl" --records "$OUT/$name-scale-records.jsonl" \
-            > "$OUT/$name-scale-$devices.log" 2>&1
-        tail -2 "$OUT/$name-scale-$devices.log"
+            > "$OUT/$name-scale-${devices/,/+}.log" 2>&1
+        tail -2 "$OUT/$name-scale-${devices/,/+}.log"
     done
     [ -z "${SCALE_GPUS:-}" ] && [ "$(left)" -gt 60 ] && readme_command $(( $(left) - 10 )) ;;
+contention)
+    serve_wheels || exit 1
+    vmstat -t 1 > "$OUT/$name-vmstat.log" 2>&1 & vmstat=$!
+    timeout 200 python3 bench/driver_contention.py --out "$OUT/$name-driver.jsonl" > "$OUT/$name-driver.log" 2>&1
+    tail -1 "$OUT/$name-driver.log"
+    echo "$(date +%T) two services, one a GPU" >> "$OUT/$name-vmstat.log"
+    CUDA_VISIBLE_DEVICES=0 aa_pairs "" gpu0 & first=$!; CUDA_VISIBLE_DEVICES=1 aa_pairs "" gpu1; wait $first
+    tail -qn1 "$OUT/$name-contention-gpu0.log" "$OUT/$name-contention-gpu1.log"
+    echo "$(date +%T) one service on both" >> "$OUT/$name-vmstat.log"
+    aa_pairs 0,1 both; tail -1 "$OUT/$name-contention-both.log"
+    kill $vmstat ;;
+profile)
+    serve_wheels || exit 1
+    python3 -m pip install -q --no-index --find-links .whl/prof --target /tmp/prof py-spy || exit 1
+    work=$OUT/work; mkdir -p "$work"
+    vmstat -t 1 > "$work/vmstat.log" 2>&1 & vmstat=$!
+    while :; do echo "$(date +%T) $(awk '/MHz/ {s += $4; n++} END {printf "%.0f", s / n}' /proc/cpuinfo)"; sleep 2
+    done > "$work/cpu-mhz.log" & mhz=$!
+    mark() { echo "$(date +%T) $1" | tee -a "$work/marks.log"; }
+    mark alone; CUDA_VISIBLE_DEVICES=0 aa_pairs "" alone; tail -1 "$OUT/$name-contention-alone.log"
+    mark together; CUDA_VISIBLE_DEVICES=0 aa_pairs "" gpu0 & first=$!
+    CUDA_VISIBLE_DEVICES=1 aa_pairs "" gpu1; wait $first; tail -qn1 "$OUT"/$name-contention-gpu?.log
+    mark profiled; PAIRS=20 CUDA_VISIBLE_DEVICES=0 aa_pairs "" profiled /tmp/prof/bin/py-spy record --subprocesses \
+        --nonblocking --rate 40 --format raw -o "$work/py-spy.txt" --; tail -1 "$OUT/$name-contention-profiled.log"
+    mark end; kill $vmstat $mhz
+    mv "$OUT"/$name-contention* "$work"/; tar czf "$OUT/$name-profile.tgz" -C "$work" .; rm -rf "$work" ;;
 presets) gpu_tests $(( $(left) - 10 )) tests/adversarial/test_presets_gpu.py ;;
 readme) readme_command $(( $(left) - 10 )) ;;
-*) echo "PART is one, two, aa, service, scale, presets or readme"; exit 2 ;;
+*) echo "PART is one, two, aa, service, scale, contention, profile, presets or readme"; exit 2 ;;
 esac

@@ -2,10 +2,14 @@
 descriptors of its own; judges started as processes of their own when the factory is gone."""
 import os
 import subprocess
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 from harness.runner import factory as judge_factory, judges
 from test_judges import config, wait_for
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def factory_starter(tmp_path) -> judges.JudgeStarter:
@@ -76,3 +80,25 @@ def test_a_run_that_needs_no_judge_starts_no_factory(tmp_path):
     starter = factory_starter(tmp_path)
     starter.close()
     assert starter.factories == {}
+
+
+LAZY_IMPORTS = """
+import os, sys, torch
+from harness.runner import factory
+asked = []
+# As on a CUDA build: cpp_extension's import then asks is_available() (cuInit, unless through NVML).
+torch.cuda._is_compiled, torch.version.cuda = (lambda: True), "12.8"
+torch.cuda.is_available = lambda: asked.append(os.environ.get(factory.NVML_CHECK)) or False
+os.environ["CUDA_HOME"] = sys.prefix
+factory.import_lazy_modules()
+print(sorted(m for m in ("numpy.ma", "setuptools", "torch.utils.cpp_extension") if m in sys.modules), asked,
+      os.environ.get(factory.NVML_CHECK), torch.cuda.is_initialized())
+"""
+
+
+def test_the_factory_imports_what_each_judge_and_worker_would_without_starting_cuda():
+    """numpy's median and each worker's instrument_builds import these lazily (seconds of a pair where bytecode is not
+    cached); cpp_extension's import asks is_available(), which must go through NVML before a fork."""
+    out = subprocess.run([sys.executable, "-c", LAZY_IMPORTS], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[-2] == "['numpy.ma', 'setuptools', 'torch.utils.cpp_extension'] ['1'] None False"

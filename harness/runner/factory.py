@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Optional
 
+NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"  # torch.cuda.is_available() through NVML: CUDA stays unstarted
+
 
 class FactoryGone(RuntimeError):
     """The factory process has ended or does not answer: judges are started the slow way."""
@@ -161,6 +163,7 @@ def main() -> None:
     from harness.judge import judge
 
     judge.ready_flop_counter()
+    import_lazy_modules()
     if torch.cuda.is_initialized():  # a judge forked from here could never use the GPU
         raise RuntimeError("CUDA was started in the judge factory")
     wake_r, wake_w = os.pipe()  # SIGCHLD wakes the loop: judges are reaped the moment they end
@@ -190,6 +193,24 @@ def main() -> None:
             os.kill(pid, signal.SIGKILL)
         for fd in fds:
             os.close(fd)
+
+
+def import_lazy_modules() -> None:
+    """What each judge or worker would import on its pair's path, imported once here: numpy.ma (numpy's median loads it
+    on first use) and torch's extension builder, with setuptools under it (each worker's instrument_builds)."""
+    import numpy.ma  # noqa: F401
+
+    # Its import asks torch.cuda.is_available(): through NVML, which leaves CUDA unstarted, as a judge forked from here
+    # needs it (torch's own advice for a process that forks).
+    before = os.environ.get(NVML_CHECK)
+    os.environ[NVML_CHECK] = "1"
+    try:
+        import torch.utils.cpp_extension  # noqa: F401
+    finally:
+        if before is None:
+            del os.environ[NVML_CHECK]
+        else:
+            os.environ[NVML_CHECK] = before
 
 
 def reap(children: set, sock: socket.socket) -> None:
