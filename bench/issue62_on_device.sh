@@ -94,8 +94,8 @@ scale)
             --budget-s $(( cap - 45 )) \
             --single .corpus/kb-v0/KernelBench/level1/19_ReLU.py --devices $devices \
             --out "$OUT/$name-scale.jsonl" --records "$OUT/$name-scale-records.jsonl" \
-            > "$OUT/$name-scale-${devices/,/+}.log" 2>&1
-        tail -2 "$OUT/$name-scale-${devices/,/+}.log"
+            > "$OUT/$name-scale-${devices//,/-}.log" 2>&1
+        tail -2 "$OUT/$name-scale-${devices//,/-}.log"
     done
     [ -z "${SCALE_GPUS:-}" ] && [ "$(left)" -gt 60 ] && readme_command $(( $(left) - 10 )) ;;
 contention)
