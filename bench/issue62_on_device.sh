@@ -15,9 +15,10 @@
 #            (SCALE_GPUS=0: GPU 0 alone, no README command)
 #   contention  why two GPUs give less than twice one (needs two): bench/driver_contention.py (driver calls on one
 #            GPU alone, then on both at once), then two services, one a GPU, each judging PAIRS (40) level-1 A/A pairs
-#            at once, then one service on both; vmstat each second throughout
-#   profile  the same question, the logs in one archive (a lent machine gives back 8 files): 40 A/A pairs on GPU 0
-#            alone, on both at once (a service a GPU), then 20 on GPU 0 under py-spy (wheel in .whl/prof); vmstat
+#            at once, then one service on both; vmstat and the CPU clock throughout; all in NAME-contention.tgz
+#   profile  the same question on one machine: PAIRS A/A pairs on GPU 0 alone, then on both at once (a service a
+#            GPU), then 20 on GPU 0 under py-spy (its wheel in .whl/prof; bench/pyspy_summary.py reads its output);
+#            all in NAME-profile.tgz
 #   presets  `pytest -m gpu` on the GPU's cheats under --preset rl through the library API and the service
 #            (tests/adversarial/test_presets_gpu.py)
 #   readme   the README's `python run.py --problem sigmoid` as typed
@@ -98,32 +99,31 @@ scale)
         tail -2 "$OUT/$name-scale-${devices//,/-}.log"
     done
     [ -z "${SCALE_GPUS:-}" ] && [ "$(left)" -gt 60 ] && readme_command $(( $(left) - 10 )) ;;
-contention)
+contention|profile)  # the logs in one archive, NAME-PART.tgz: a lent machine gives back 8 files
     serve_wheels || exit 1
-    vmstat -t 1 > "$OUT/$name-vmstat.log" 2>&1 & vmstat=$!
-    timeout 200 python3 bench/driver_contention.py --out "$OUT/$name-driver.jsonl" > "$OUT/$name-driver.log" 2>&1
-    tail -1 "$OUT/$name-driver.log"
-    echo "$(date +%T) two services, one a GPU" >> "$OUT/$name-vmstat.log"
-    CUDA_VISIBLE_DEVICES=0 aa_pairs "" gpu0 & first=$!; CUDA_VISIBLE_DEVICES=1 aa_pairs "" gpu1; wait $first
-    tail -qn1 "$OUT/$name-contention-gpu0.log" "$OUT/$name-contention-gpu1.log"
-    echo "$(date +%T) one service on both" >> "$OUT/$name-vmstat.log"
-    aa_pairs 0,1 both; tail -1 "$OUT/$name-contention-both.log"
-    kill $vmstat ;;
-profile)
-    serve_wheels || exit 1
-    python3 -m pip install -q --no-index --find-links .whl/prof --target /tmp/prof py-spy || exit 1
     work=$OUT/work; mkdir -p "$work"
     vmstat -t 1 > "$work/vmstat.log" 2>&1 & vmstat=$!
     while :; do echo "$(date +%T) $(awk '/MHz/ {s += $4; n++} END {printf "%.0f", s / n}' /proc/cpuinfo)"; sleep 2
     done > "$work/cpu-mhz.log" & mhz=$!
     mark() { echo "$(date +%T) $1" | tee -a "$work/marks.log"; }
-    mark alone; CUDA_VISIBLE_DEVICES=0 aa_pairs "" alone; tail -1 "$OUT/$name-contention-alone.log"
+    if [ $part = contention ]; then
+        mark driver; timeout 200 python3 bench/driver_contention.py --out "$work/driver.jsonl" > "$work/driver.log" 2>&1
+        tail -1 "$work/driver.log"
+    else
+        mark alone; CUDA_VISIBLE_DEVICES=0 aa_pairs "" alone; tail -1 "$OUT/$name-contention-alone.log"
+    fi
     mark together; CUDA_VISIBLE_DEVICES=0 aa_pairs "" gpu0 & first=$!
     CUDA_VISIBLE_DEVICES=1 aa_pairs "" gpu1; wait $first; tail -qn1 "$OUT"/$name-contention-gpu?.log
-    mark profiled; PAIRS=20 CUDA_VISIBLE_DEVICES=0 aa_pairs "" profiled /tmp/prof/bin/py-spy record --subprocesses \
-        --nonblocking --rate 40 --format raw -o "$work/py-spy.txt" --; tail -1 "$OUT/$name-contention-profiled.log"
+    if [ $part = contention ]; then
+        mark both; aa_pairs 0,1 both; tail -1 "$OUT/$name-contention-both.log"
+    else
+        python3 -m pip install -q --no-index --find-links .whl/prof --target /tmp/prof py-spy &&
+            mark profiled && PAIRS=20 CUDA_VISIBLE_DEVICES=0 aa_pairs "" profiled /tmp/prof/bin/py-spy record \
+                --subprocesses --nonblocking --rate 40 --format raw -o "$work/py-spy.txt" -- &&
+            tail -1 "$OUT/$name-contention-profiled.log"
+    fi
     mark end; kill $vmstat $mhz
-    mv "$OUT"/$name-contention* "$work"/; tar czf "$OUT/$name-profile.tgz" -C "$work" .; rm -rf "$work" ;;
+    mv "$OUT"/$name-contention* "$work"/; tar czf "$OUT/$name-$part.tgz" -C "$work" .; rm -rf "$work" ;;
 presets) gpu_tests $(( $(left) - 10 )) tests/adversarial/test_presets_gpu.py ;;
 readme) readme_command $(( $(left) - 10 )) ;;
 *) echo "PART is one, two, aa, service, scale, contention, profile, presets or readme"; exit 2 ;;
