@@ -20,11 +20,8 @@ class ClockMonitor:
         self.mem: list[int] = []
         self.reasons = 0
         try:
-            import pynvml
-
-            pynvml.nvmlInit()
-            self.nvml = pynvml
-            self.handle = nvml_handle(pynvml, device_index)
+            self.nvml = started_nvml()
+            self.handle = nvml_handle(self.nvml, device_index)
         except Exception:  # no NVML: clocks unknown
             self.handle = None
 
@@ -51,6 +48,14 @@ class ClockMonitor:
         return bool(self.sm) and min(self.sm) < THROTTLE_DROP * max(self.sm)
 
 
+def started_nvml():
+    """The pynvml module, NVML initialised (raises where either is missing: each caller has its fallback)."""
+    import pynvml
+
+    pynvml.nvmlInit()
+    return pynvml
+
+
 def nvml_handle(pynvml, torch_index: int):
     """NVML's handle of torch's GPU: by UUID where CUDA is started here, else by nvml_index."""
     uuid = torch_uuid(torch_index)
@@ -65,10 +70,7 @@ def nvml_handle(pynvml, torch_index: int):
 def machine_gpus(fallback: int) -> int:
     """The machine's GPU count by NVML (not CUDA_VISIBLE_DEVICES's), else `fallback`."""
     try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        return int(pynvml.nvmlDeviceGetCount())
+        return int(started_nvml().nvmlDeviceGetCount())
     except Exception:
         return fallback
 
@@ -76,9 +78,7 @@ def machine_gpus(fallback: int) -> int:
 def physical_index(torch_index: int) -> int:
     """NVML's index of torch's GPU `torch_index`."""
     try:
-        import pynvml
-
-        pynvml.nvmlInit()
+        pynvml = started_nvml()
         return pynvml.nvmlDeviceGetIndex(nvml_handle(pynvml, torch_index))
     except Exception:
         return nvml_index(torch_index)
@@ -110,9 +110,7 @@ def nvml_index(torch_index: int) -> int:
 def index_by_uuid(prefix: str) -> Optional[int]:
     """NVML's index of the GPU whose UUID starts with `prefix` (CUDA takes a prefix), or None."""
     try:
-        import pynvml
-
-        pynvml.nvmlInit()
+        pynvml = started_nvml()
         for index in range(pynvml.nvmlDeviceGetCount()):
             uuid = pynvml.nvmlDeviceGetUUID(pynvml.nvmlDeviceGetHandleByIndex(index))
             if (uuid.decode() if isinstance(uuid, bytes) else str(uuid)).startswith(prefix):
@@ -137,9 +135,7 @@ def reason_names(nvml, mask: int) -> list:
 def gpu_memory_of_groups(device_index: int, groups: list) -> Optional[list]:
     """GPU bytes held by each process group in `groups`, per NVML; None where it cannot say."""
     try:
-        import pynvml
-
-        pynvml.nvmlInit()
+        pynvml = started_nvml()
         handle = nvml_handle(pynvml, device_index)
         processes = pynvml.nvmlDeviceGetComputeRunningProcesses(handle)
     except Exception:
